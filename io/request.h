@@ -1,0 +1,43 @@
+#pragma once
+// What one JSONL input line becomes: a request with its sampling fields as the user wrote
+// them (defaults filled in), or an error record naming file, line and reason.
+// Owns: the wire-level fields and their defaults. Does not own: scheduling or sampling
+// semantics (engine/ validates its own SamplingParams again).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace deepinfer::io {
+
+struct InputLocation {
+  std::string file;  // as given on the command line
+  int64_t line = 0;  // 1-based
+};
+
+// Defaults follow the OpenAI completions API where it has one.
+struct RequestLine {
+  std::string id;                      // "id" / "custom_id"; default "<file>:<line>"
+  InputLocation input;
+  std::vector<int32_t> prompt_token_ids;
+  std::optional<std::string> prompt_text;  // set for text prompts (tokenized later)
+  int64_t max_tokens = 16;
+  double temperature = 1.0;            // 0 = greedy
+  double top_p = 1.0;                  // (0, 1]
+  int64_t top_k = 0;                   // 0 (or -1 in the input) = off
+  double min_p = 0.0;                  // [0, 1]
+  std::optional<uint64_t> seed;        // absent: derived from the job seed and the id
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int64_t min_tokens = 0;              // <= max_tokens
+  int64_t logprobs = 0;                // top-N logprobs per token, 0..20
+};
+
+struct RequestError {
+  std::string id;  // the line's id if it could be read, else "<file>:<line>"
+  InputLocation input;
+  std::string message;  // "<file>:<line>: <reason>"
+};
+
+}  // namespace deepinfer::io

@@ -1,0 +1,324 @@
+#include "io/request_reader.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include <simdjson.h>
+
+namespace deepinfer::io {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+using simdjson::dom::object;
+
+// Thrown inside parsing, turned into a RequestError before leaving parse_request_line.
+struct BadRequest {
+  std::string reason;
+};
+
+std::string type_name(element_type type) {
+  switch (type) {
+    case element_type::ARRAY: return "an array";
+    case element_type::OBJECT: return "an object";
+    case element_type::INT64:
+    case element_type::UINT64: return "an integer";
+    case element_type::DOUBLE: return "a number";
+    case element_type::STRING: return "a string";
+    case element_type::BOOL: return "a boolean";
+    case element_type::NULL_VALUE: return "null";
+  }
+  return "unknown";
+}
+
+std::string show(element value) {
+  std::string text = simdjson::minify(value);
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+[[noreturn]] void bad_type(std::string_view field, element value, const char* expected) {
+  throw BadRequest{"field '" + std::string(field) + "' must be " + expected + ", got " + type_name(value.type()) + " " + show(value)};
+}
+
+int64_t get_int(std::string_view field, element value, int64_t lo, int64_t hi) {
+  int64_t number;
+  if (value.type() == element_type::UINT64) throw BadRequest{"field '" + std::string(field) + "' = " + show(value) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+  if (value.get(number)) bad_type(field, value, "an integer");
+  if (number < lo || number > hi)
+    throw BadRequest{"field '" + std::string(field) + "' = " + std::to_string(number) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+  return number;
+}
+
+double get_number(std::string_view field, element value) {
+  double number;
+  if (value.get(number)) bad_type(field, value, "a number");
+  if (!std::isfinite(number)) throw BadRequest{"field '" + std::string(field) + "' must be finite"};
+  return number;
+}
+
+bool get_bool(std::string_view field, element value) {
+  bool flag;
+  if (value.get(flag)) bad_type(field, value, "a boolean");
+  return flag;
+}
+
+std::vector<int32_t> get_token_ids(std::string_view field, element value, int64_t vocab_size) {
+  simdjson::dom::array array;
+  if (value.get(array)) bad_type(field, value, "an array of token ids");
+  const int64_t hi = vocab_size > 0 ? vocab_size - 1 : std::numeric_limits<int32_t>::max();
+  std::vector<int32_t> ids;
+  ids.reserve(array.size());
+  std::size_t index = 0;
+  for (element item : array) {
+    int64_t id;
+    if (item.type() != element_type::INT64 || item.get(id) || id < 0 || id > hi)
+      throw BadRequest{"field '" + std::string(field) + "'[" + std::to_string(index) + "] = " + show(item) +
+                       " is not a token id in [0, " + std::to_string(hi) + "]"};
+    ids.push_back(static_cast<int32_t>(id));
+    ++index;
+  }
+  return ids;
+}
+
+void read_prompt(element value, std::string_view field, RequestLine* request, int64_t vocab_size) {
+  if (value.type() == element_type::STRING) {
+    std::string_view text;
+    if (value.get(text)) bad_type(field, value, "a string");
+    if (text.empty()) throw BadRequest{"field '" + std::string(field) + "' is an empty prompt"};
+    request->prompt_text = std::string(text);
+  } else if (value.type() == element_type::ARRAY) {
+    request->prompt_token_ids = get_token_ids(field, value, vocab_size);
+    if (request->prompt_token_ids.empty()) throw BadRequest{"field '" + std::string(field) + "' is an empty prompt"};
+  } else {
+    bad_type(field, value, "a string or an array of token ids");
+  }
+}
+
+// The sampling and prompt fields, shared by the native form and the OpenAI batch body.
+void read_fields(object fields, RequestLine* request, const RequestParseOptions& options, bool openai_body) {
+  bool have_prompt = false;
+  std::set<std::string_view> seen;
+  for (auto field : fields) {
+    const std::string_view key = field.key;
+    const element value = field.value;
+    if (!seen.insert(key).second) throw BadRequest{"field '" + std::string(key) + "' appears twice"};
+    if (key == "id" || key == "custom_id" || key == "method" || key == "url" || key == "body") {
+      if (openai_body) throw BadRequest{"field 'body." + std::string(key) + "' is not allowed inside body"};
+      continue;  // handled by the caller
+    }
+    if (key == "prompt_token_ids" || key == "prompt") {
+      if (have_prompt) throw BadRequest{"give only one of 'prompt' and 'prompt_token_ids'"};
+      have_prompt = true;
+      if (key == "prompt_token_ids") {
+        request->prompt_token_ids = get_token_ids(key, value, options.vocab_size);
+        if (request->prompt_token_ids.empty()) throw BadRequest{"field 'prompt_token_ids' is an empty prompt"};
+      } else {
+        read_prompt(value, key, request, options.vocab_size);
+      }
+    } else if (key == "max_tokens") {
+      request->max_tokens = get_int(key, value, 1, options.max_tokens_limit);
+    } else if (key == "temperature") {
+      request->temperature = get_number(key, value);
+      if (request->temperature < 0 || request->temperature > 100)
+        throw BadRequest{"field 'temperature' = " + show(value) + " is out of range [0, 100]"};
+    } else if (key == "top_p") {
+      request->top_p = get_number(key, value);
+      if (!(request->top_p > 0 && request->top_p <= 1)) throw BadRequest{"field 'top_p' = " + show(value) + " is out of range (0, 1]"};
+    } else if (key == "top_k") {
+      request->top_k = get_int(key, value, -1, std::numeric_limits<int32_t>::max());
+      if (request->top_k == -1) request->top_k = 0;
+    } else if (key == "min_p") {
+      request->min_p = get_number(key, value);
+      if (request->min_p < 0 || request->min_p > 1) throw BadRequest{"field 'min_p' = " + show(value) + " is out of range [0, 1]"};
+    } else if (key == "seed") {
+      uint64_t seed;
+      if (value.type() == element_type::NULL_VALUE) continue;
+      if ((value.type() != element_type::INT64 && value.type() != element_type::UINT64) || value.get(seed))
+        throw BadRequest{"field 'seed' = " + show(value) + " must be an integer in [0, 2^64-1]"};
+      request->seed = seed;
+    } else if (key == "stop_token_ids") {
+      request->stop_token_ids = get_token_ids(key, value, options.vocab_size);
+    } else if (key == "ignore_eos") {
+      request->ignore_eos = get_bool(key, value);
+    } else if (key == "min_tokens") {
+      request->min_tokens = get_int(key, value, 0, options.max_tokens_limit);
+    } else if (key == "logprobs") {
+      if (value.type() == element_type::NULL_VALUE) continue;
+      request->logprobs = get_int(key, value, 0, 20);
+    } else if (key == "model" || key == "user") {
+      continue;  // accepted and ignored: the job's model is fixed
+    } else if (key == "n") {
+      if (get_int(key, value, 1, 1) != 1) throw BadRequest{"field 'n' must be 1"};
+    } else if (key == "stream") {
+      if (get_bool(key, value)) throw BadRequest{"field 'stream' must be false in a batch job"};
+    } else if (key == "stop") {
+      throw BadRequest{"field 'stop' (stop strings) needs the tokenizer, which this build does not have; use 'stop_token_ids'"};
+    } else {
+      throw BadRequest{"unknown field '" + std::string(openai_body ? "body." : "") + std::string(key) + "'"};
+    }
+  }
+  if (!have_prompt) throw BadRequest{"missing 'prompt_token_ids' (or 'prompt')"};
+  if (request->min_tokens > request->max_tokens)
+    throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) + " exceeds max_tokens = " + std::to_string(request->max_tokens)};
+  if (request->prompt_text) throw BadRequest{"text prompts need the tokenizer, which this build does not have; give 'prompt_token_ids'"};
+}
+
+std::string location_id(const InputLocation& where) { return where.file + ":" + std::to_string(where.line); }
+
+}  // namespace
+
+RequestItem parse_request_line(std::string_view line, const InputLocation& where, const RequestParseOptions& options) {
+  RequestLine request;
+  request.input = where;
+  request.id = location_id(where);
+  try {
+    if (line.size() >= 3 && line.substr(0, 3) == "\xEF\xBB\xBF")
+      throw BadRequest{"line starts with a UTF-8 byte order mark; save the file as UTF-8 without BOM"};
+    if (!line.empty() && line.back() == '\r')
+      throw BadRequest{"line ends with CRLF; convert the file to LF line endings (e.g. dos2unix)"};
+    thread_local simdjson::dom::parser parser;
+    simdjson::padded_string padded(line);
+    element root;
+    if (auto error = parser.parse(padded).get(root)) {
+      if (error == simdjson::UTF8_ERROR) throw BadRequest{"invalid UTF-8"};
+      throw BadRequest{std::string("invalid JSON: ") + simdjson::error_message(error)};
+    }
+    object fields;
+    if (root.get(fields)) throw BadRequest{"a request line must be a JSON object, got " + type_name(root.type())};
+
+    element id_value, body;
+    const bool openai = fields["custom_id"].get(id_value) == simdjson::SUCCESS || fields["body"].get(body) == simdjson::SUCCESS;
+    const char* id_key = openai ? "custom_id" : "id";
+    if (fields[id_key].get(id_value) == simdjson::SUCCESS) {
+      std::string_view id;
+      if (id_value.get(id)) bad_type(id_key, id_value, "a string");
+      if (id.empty()) throw BadRequest{std::string("field '") + id_key + "' is empty"};
+      request.id = std::string(id);
+    }
+    if (openai) {
+      if (fields["id"].get(id_value) == simdjson::SUCCESS) throw BadRequest{"give 'custom_id' or 'id', not both"};
+      element method, url;
+      std::string_view text;
+      if (fields["method"].get(method) == simdjson::SUCCESS && (method.get(text) || text != "POST"))
+        throw BadRequest{"field 'method' must be \"POST\", got " + show(method)};
+      if (fields["url"].get(url) || url.get(text)) throw BadRequest{"missing string field 'url' (\"/v1/completions\")"};
+      if (text != "/v1/completions")
+        throw BadRequest{"field 'url' = \"" + std::string(text) + "\" is not supported; only \"/v1/completions\""};
+      object body_fields;
+      if (fields["body"].get(body) || body.get(body_fields)) throw BadRequest{"missing object field 'body'"};
+      for (auto field : fields) {
+        const std::string_view key = field.key;
+        if (key != "custom_id" && key != "method" && key != "url" && key != "body")
+          throw BadRequest{"unknown field '" + std::string(key) + "' next to 'body'"};
+      }
+      read_fields(body_fields, &request, options, /*openai_body=*/true);
+    } else {
+      read_fields(fields, &request, options, /*openai_body=*/false);
+    }
+  } catch (const BadRequest& bad) {
+    return RequestError{request.id, where, location_id(where) + ": " + bad.reason};
+  } catch (const std::bad_alloc&) {
+    return RequestError{request.id, where, location_id(where) + ": line too large to parse"};
+  }
+  return request;
+}
+
+RequestReader::RequestReader(std::vector<std::string> files, Options options)
+    : files_(std::move(files)), options_(options), buffer_(1 << 20) {
+  if (files_.empty()) throw std::invalid_argument("RequestReader: no input files");
+}
+
+RequestReader::~RequestReader() {
+  if (file_) std::fclose(file_);
+}
+
+bool RequestReader::open_next_file() {
+  if (file_) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  if (file_index_ >= files_.size()) return false;
+  const std::string& path = files_[file_index_];
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw std::runtime_error("cannot open input " + path + ": " + std::strerror(errno));
+  line_number_ = 0;
+  buffer_pos_ = buffer_end_ = 0;
+  return true;
+}
+
+bool RequestReader::fill_buffer() {
+  buffer_pos_ = 0;
+  buffer_end_ = std::fread(buffer_.data(), 1, buffer_.size(), file_);
+  if (std::ferror(file_)) throw std::runtime_error("cannot read input " + files_[file_index_] + ": " + std::strerror(errno));
+  return buffer_end_ > 0;
+}
+
+// Reads up to the next '\n' (excluded). Keeps at most max_line_bytes; beyond that the rest
+// of the line is skipped and *too_long is set. False at the end of the file.
+bool RequestReader::read_line(std::string* line, bool* too_long) {
+  line->clear();
+  *too_long = false;
+  bool any = false;
+  for (;;) {
+    if (buffer_pos_ == buffer_end_ && !fill_buffer()) return any;
+    any = true;
+    const char* begin = buffer_.data() + buffer_pos_;
+    const std::size_t available = buffer_end_ - buffer_pos_;
+    const void* newline = std::memchr(begin, '\n', available);
+    const std::size_t take = newline ? static_cast<const char*>(newline) - begin : available;
+    if (!*too_long) {
+      if (line->size() + take > options_.max_line_bytes) {
+        *too_long = true;
+        line->clear();
+        line->shrink_to_fit();
+      } else {
+        line->append(begin, take);
+      }
+    }
+    buffer_pos_ += take;
+    if (newline) {
+      ++buffer_pos_;
+      return true;
+    }
+  }
+}
+
+bool RequestReader::next(RequestItem* item) {
+  std::string line;
+  for (;;) {
+    if (!file_ && !open_next_file()) return false;
+    bool too_long = false;
+    if (!read_line(&line, &too_long)) {
+      ++file_index_;
+      std::fclose(file_);
+      file_ = nullptr;
+      continue;
+    }
+    ++line_number_;
+    ++lines_read_;
+    const InputLocation where{files_[file_index_], line_number_};
+    if (too_long) {
+      *item = RequestError{where.file + ":" + std::to_string(where.line), where,
+                           where.file + ":" + std::to_string(where.line) + ": line longer than " +
+                               std::to_string(options_.max_line_bytes) + " bytes"};
+      return true;
+    }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
+    *item = parse_request_line(line, where, options_.parse);
+    if (auto* request = std::get_if<RequestLine>(item)) {
+      auto [it, inserted] = seen_ids_.emplace(request->id, where);
+      if (!inserted) {
+        *item = RequestError{request->id, where,
+                             where.file + ":" + std::to_string(where.line) + ": duplicate id '" + request->id +
+                                 "' (first at " + it->second.file + ":" + std::to_string(it->second.line) + ")"};
+      }
+    }
+    return true;
+  }
+}
+
+}  // namespace deepinfer::io

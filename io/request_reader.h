@@ -1,0 +1,63 @@
+#pragma once
+// Streams JSONL request files, one line at a time (bounded memory: a line is parsed and
+// handed out before the next is read). Every non-blank line yields either a RequestLine or
+// a RequestError; the job goes on after an error. See docs/input-format.md for the
+// accepted forms and what each kind of bad input becomes.
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "io/request.h"
+
+namespace deepinfer::io {
+
+using RequestItem = std::variant<RequestLine, RequestError>;
+
+struct RequestParseOptions {
+  int64_t vocab_size = 0;             // token ids must be < vocab_size (0: unchecked)
+  int64_t max_tokens_limit = 1 << 20; // largest max_tokens accepted
+};
+
+// Parses one line (without its newline). Never throws on bad input: returns an error.
+// Thread-safe (one simdjson parser per thread).
+RequestItem parse_request_line(std::string_view line, const InputLocation& where, const RequestParseOptions& options);
+
+class RequestReader final {
+ public:
+  struct Options {
+    RequestParseOptions parse;
+    std::size_t max_line_bytes = 64u << 20;  // longer lines become an error record
+  };
+  RequestReader(std::vector<std::string> files, Options options);
+  ~RequestReader();
+  RequestReader(const RequestReader&) = delete;
+  RequestReader& operator=(const RequestReader&) = delete;
+
+  // The next request or error, in file order then line order; false at the end.
+  // Throws std::runtime_error only when a file cannot be opened or read.
+  bool next(RequestItem* item);
+  int64_t lines_read() const { return lines_read_; }
+
+ private:
+  bool read_line(std::string* line, bool* too_long);
+  bool fill_buffer();
+  bool open_next_file();
+  std::vector<std::string> files_;
+  Options options_;
+  std::size_t file_index_ = 0;
+  std::FILE* file_ = nullptr;
+  std::vector<char> buffer_;
+  std::size_t buffer_pos_ = 0;
+  std::size_t buffer_end_ = 0;
+  int64_t line_number_ = 0;
+  int64_t lines_read_ = 0;
+  std::unordered_map<std::string, InputLocation> seen_ids_;  // duplicate detection
+};
+
+}  // namespace deepinfer::io

@@ -1,0 +1,43 @@
+// deepinfer: the command-line entry point. The only place that catches and exits.
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "launch/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: deepinfer COMMAND [options]\n"
+    "commands:\n"
+    "  verify A B        compare the deterministic files of two output directories\n"
+    "                    (exit 0 identical, 1 different, 2 unreadable)\n"
+    "  help              this text\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using deepinfer::launch::Command;
+  const std::map<std::string, Command> commands = deepinfer::launch::all_commands();
+  if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help") {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  auto it = commands.find(argv[1]);
+  if (it == commands.end()) {
+    std::fprintf(stderr, "deepinfer: unknown command '%s'\n%s", argv[1], kUsage);
+    return 2;
+  }
+  try {
+    return it->second(argc, argv);
+  } catch (const std::invalid_argument& error) {
+    std::fprintf(stderr, "deepinfer %s: %s\n", argv[1], error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "deepinfer %s: error: %s\n", argv[1], error.what());
+    return 1;
+  }
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The test command: installs the Debian packages that are missing, configures, builds
+# (incrementally on a rerun) and runs every ctest suite, the mpirun ones included.
+#   ./launch/test.sh              everything that can run here (GPU tests skip with a message)
+#   ./launch/test.sh -L cpu       extra arguments go to ctest
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build=${DEEPINFER_BUILD_DIR:-build}
+
+packages=(cmake g++ make pkg-config libtorch-dev libsimdjson-dev libzstd-dev libopenmpi-dev openmpi-bin
+          googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev zstd)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "test.sh: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Open MPI refuses root unless told; CI runs as root on 2 cores.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+jobs=$(nproc)
+[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build "$build" -j"$jobs"
+ctest --test-dir "$build" --output-on-failure -j"$jobs" "$@"

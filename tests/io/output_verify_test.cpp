@@ -1,0 +1,78 @@
+#include "io/output_verify.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "io/durable_file.h"
+#include "io/record_file.h"
+#include "tests/testing/temp_dir.h"
+
+namespace deepinfer::io {
+namespace {
+
+void write_dir(const std::string& dir, const std::vector<std::string>& records, const std::string& manifest) {
+  std::filesystem::create_directories(dir);
+  RecordWriter writer(dir + "/results-00000-of-00001.jsonl.zst", {.level = 3, .records_per_frame = 2});
+  for (const auto& r : records) writer.append(r);
+  writer.close();
+  write_file_atomically(dir + "/manifest.json", manifest);
+  write_file_atomically(dir + "/summary.json", "{\"elapsed\": 1.0}");
+}
+
+const std::vector<std::string> kRecords = {R"({"id":"a","finish_reason":"stop","output_token_ids":[1,2]})",
+                                           R"({"id":"b","finish_reason":"length","output_token_ids":[3]})",
+                                           R"({"id":"c","finish_reason":"stop","output_token_ids":[4]})"};
+
+TEST(OutputVerifyTest, IdenticalDirectoriesExitZeroEvenWithDifferentTimings) {
+  testing::TempDir tmp;
+  write_dir(tmp.file("a"), kRecords, R"({"x":1})");
+  write_dir(tmp.file("b"), kRecords, R"({"x":1})");
+  write_file_atomically(tmp.file("b") + "/summary.json", "{\"elapsed\": 2.0}");
+  const auto report = verify_output_dirs(tmp.file("a"), tmp.file("b"));
+  EXPECT_EQ(report.exit_code(), 0) << report.message;
+  EXPECT_EQ(report.message, "identical: 3 records");
+}
+
+TEST(OutputVerifyTest, NamesTheFirstRequestAndFieldThatDiffer) {
+  testing::TempDir tmp;
+  auto changed = kRecords;
+  changed[1] = R"({"id":"b","finish_reason":"stop","output_token_ids":[3]})";
+  changed[2] = R"({"id":"c","finish_reason":"stop","output_token_ids":[5]})";
+  write_dir(tmp.file("a"), kRecords, R"({"x":1})");
+  write_dir(tmp.file("b"), changed, R"({"x":1})");
+  const auto report = verify_output_dirs(tmp.file("a"), tmp.file("b"));
+  EXPECT_EQ(report.exit_code(), 1);
+  EXPECT_NE(report.message.find("request 'b'"), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("field 'finish_reason': \"length\" vs \"stop\""), std::string::npos) << report.message;
+}
+
+TEST(OutputVerifyTest, MissingRecordsAndManifestDifferences) {
+  testing::TempDir tmp;
+  write_dir(tmp.file("a"), kRecords, R"({"x":1})");
+  write_dir(tmp.file("b"), {kRecords[0], kRecords[1]}, R"({"x":1})");
+  auto report = verify_output_dirs(tmp.file("a"), tmp.file("b"));
+  EXPECT_EQ(report.exit_code(), 1);
+  EXPECT_NE(report.message.find("request 'c'"), std::string::npos) << report.message;
+
+  write_dir(tmp.file("c"), kRecords, R"({"x":2})");
+  report = verify_output_dirs(tmp.file("a"), tmp.file("c"));
+  EXPECT_EQ(report.exit_code(), 1);
+  EXPECT_NE(report.message.find("manifest.json differs: field 'x': 1 vs 2"), std::string::npos) << report.message;
+}
+
+TEST(OutputVerifyTest, UnreadableInputExitsTwo) {
+  testing::TempDir tmp;
+  write_dir(tmp.file("a"), kRecords, R"({"x":1})");
+  EXPECT_EQ(verify_output_dirs(tmp.file("a"), tmp.file("nope")).exit_code(), 2);
+  std::filesystem::create_directories(tmp.file("empty"));
+  EXPECT_EQ(verify_output_dirs(tmp.file("a"), tmp.file("empty")).exit_code(), 2);
+  write_dir(tmp.file("d"), kRecords, R"({"x":1})");
+  std::filesystem::resize_file(tmp.file("d") + "/results-00000-of-00001.jsonl.zst", 10);
+  const auto report = verify_output_dirs(tmp.file("a"), tmp.file("d"));
+  EXPECT_EQ(report.exit_code(), 2) << report.message;
+  EXPECT_NE(report.message.find("results-00000-of-00001.jsonl.zst"), std::string::npos) << report.message;
+}
+
+}  // namespace
+}  // namespace deepinfer::io

@@ -1,0 +1,216 @@
+#include "io/request_reader.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/testing/temp_dir.h"
+
+namespace deepinfer::io {
+namespace {
+
+RequestItem parse(std::string_view line, int64_t vocab = 1000) {
+  return parse_request_line(line, InputLocation{"in.jsonl", 7}, RequestParseOptions{.vocab_size = vocab});
+}
+
+const RequestLine& ok(const RequestItem& item) {
+  if (auto* error = std::get_if<RequestError>(&item)) ADD_FAILURE() << "unexpected error: " << error->message;
+  return std::get<RequestLine>(item);
+}
+
+std::string error_of(const RequestItem& item) {
+  if (std::holds_alternative<RequestLine>(item)) {
+    ADD_FAILURE() << "expected an error record";
+    return "";
+  }
+  return std::get<RequestError>(item).message;
+}
+
+TEST(RequestLineTest, FullNativeForm) {
+  const auto item = parse(R"({"id": "q1", "prompt_token_ids": [5, 6, 7], "max_tokens": 64, "temperature": 0.7, "top_p": 0.9,
+     "top_k": 50, "min_p": 0.05, "seed": 7, "stop_token_ids": [1], "ignore_eos": true, "min_tokens": 3, "logprobs": 2})");
+  const auto& r = ok(item);
+  EXPECT_EQ(r.id, "q1");
+  EXPECT_EQ(r.prompt_token_ids, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_EQ(r.max_tokens, 64);
+  EXPECT_DOUBLE_EQ(r.temperature, 0.7);
+  EXPECT_DOUBLE_EQ(r.top_p, 0.9);
+  EXPECT_EQ(r.top_k, 50);
+  EXPECT_DOUBLE_EQ(r.min_p, 0.05);
+  ASSERT_TRUE(r.seed.has_value());
+  EXPECT_EQ(*r.seed, 7u);
+  EXPECT_EQ(r.stop_token_ids, (std::vector<int32_t>{1}));
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.min_tokens, 3);
+  EXPECT_EQ(r.logprobs, 2);
+  EXPECT_EQ(r.input.file, "in.jsonl");
+  EXPECT_EQ(r.input.line, 7);
+}
+
+TEST(RequestLineTest, DefaultsAndDefaultId) {
+  const auto& r = ok(parse(R"({"prompt_token_ids": [1]})"));
+  EXPECT_EQ(r.id, "in.jsonl:7");
+  EXPECT_EQ(r.max_tokens, 16);
+  EXPECT_DOUBLE_EQ(r.temperature, 1.0);
+  EXPECT_DOUBLE_EQ(r.top_p, 1.0);
+  EXPECT_EQ(r.top_k, 0);
+  EXPECT_DOUBLE_EQ(r.min_p, 0.0);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_FALSE(r.ignore_eos);
+  EXPECT_EQ(r.min_tokens, 0);
+  EXPECT_EQ(r.logprobs, 0);
+}
+
+TEST(RequestLineTest, LargestSeedAndTopKMinusOne) {
+  const auto& r = ok(parse(R"({"prompt_token_ids": [1], "seed": 18446744073709551615, "top_k": -1})"));
+  EXPECT_EQ(*r.seed, UINT64_MAX);
+  EXPECT_EQ(r.top_k, 0);
+}
+
+TEST(RequestLineTest, OpenAiBatchForm) {
+  const auto& r = ok(parse(R"({"custom_id": "req-9", "method": "POST", "url": "/v1/completions",
+      "body": {"model": "x", "prompt": [3, 4], "max_tokens": 5, "temperature": 0}})"));
+  EXPECT_EQ(r.id, "req-9");
+  EXPECT_EQ(r.prompt_token_ids, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(r.max_tokens, 5);
+  EXPECT_DOUBLE_EQ(r.temperature, 0.0);
+}
+
+struct BadCase {
+  const char* line;
+  const char* expected;  // substring of the message
+};
+
+class BadRequestLineTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadRequestLineTest, BecomesAnErrorNamingFileLineAndReason) {
+  const std::string message = error_of(parse(GetParam().line));
+  EXPECT_NE(message.find("in.jsonl:7: "), std::string::npos) << message;
+  EXPECT_NE(message.find(GetParam().expected), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllKinds, BadRequestLineTest,
+    ::testing::Values(
+        BadCase{R"({"id": "a", "prompt_token_ids": [1],)", "invalid JSON"},
+        BadCase{"not json", "invalid JSON"},
+        BadCase{"[1, 2]", "must be a JSON object, got an array"},
+        BadCase{"{\"id\": \"\xff\xfe\", \"prompt_token_ids\": [1]}", "invalid UTF-8"},
+        BadCase{"\xEF\xBB\xBF{\"prompt_token_ids\": [1]}", "byte order mark"},
+        BadCase{"{\"prompt_token_ids\": [1]}\r", "CRLF"},
+        BadCase{R"({"id": 5, "prompt_token_ids": [1]})", "field 'id' must be a string, got an integer"},
+        BadCase{R"({"id": "", "prompt_token_ids": [1]})", "field 'id' is empty"},
+        BadCase{R"({"id": "a"})", "missing 'prompt_token_ids'"},
+        BadCase{R"({"prompt_token_ids": []})", "empty prompt"},
+        BadCase{R"({"prompt": ""})", "empty prompt"},
+        BadCase{R"({"prompt_token_ids": [1], "prompt": "x"})", "only one of"},
+        BadCase{R"({"prompt_token_ids": "1 2"})", "must be an array of token ids, got a string"},
+        BadCase{R"({"prompt_token_ids": [1, -2]})", "'prompt_token_ids'[1] = -2 is not a token id"},
+        BadCase{R"({"prompt_token_ids": [1, 1000]})", "'prompt_token_ids'[1] = 1000 is not a token id in [0, 999]"},
+        BadCase{R"({"prompt_token_ids": [1.5]})", "'prompt_token_ids'[0] = 1.5"},
+        BadCase{R"({"prompt_token_ids": [1], "max_tokens": 0})", "field 'max_tokens' = 0 is out of range"},
+        BadCase{R"({"prompt_token_ids": [1], "max_tokens": "5"})", "field 'max_tokens' must be an integer, got a string"},
+        BadCase{R"({"prompt_token_ids": [1], "max_tokens": 5.0})", "must be an integer, got a number"},
+        BadCase{R"({"prompt_token_ids": [1], "temperature": -0.1})", "field 'temperature' = -0.1 is out of range"},
+        BadCase{R"({"prompt_token_ids": [1], "top_p": 0})", "field 'top_p' = 0 is out of range (0, 1]"},
+        BadCase{R"({"prompt_token_ids": [1], "top_p": 1.5})", "out of range (0, 1]"},
+        BadCase{R"({"prompt_token_ids": [1], "top_k": -2})", "field 'top_k' = -2 is out of range"},
+        BadCase{R"({"prompt_token_ids": [1], "min_p": 2})", "field 'min_p' = 2 is out of range"},
+        BadCase{R"({"prompt_token_ids": [1], "seed": -1})", "field 'seed' = -1"},
+        BadCase{R"({"prompt_token_ids": [1], "seed": 18446744073709551616})", "invalid JSON"},
+        BadCase{R"({"prompt_token_ids": [1], "ignore_eos": 1})", "field 'ignore_eos' must be a boolean"},
+        BadCase{R"({"prompt_token_ids": [1], "max_tokens": 4, "min_tokens": 5})", "min_tokens = 5 exceeds max_tokens = 4"},
+        BadCase{R"({"prompt_token_ids": [1], "logprobs": 21})", "field 'logprobs' = 21 is out of range [0, 20]"},
+        BadCase{R"({"prompt_token_ids": [1], "max_token": 5})", "unknown field 'max_token'"},
+        BadCase{R"({"prompt_token_ids": [1], "max_tokens": 5, "max_tokens": 6})", "field 'max_tokens' appears twice"},
+        BadCase{R"({"prompt_token_ids": [1], "n": 2})", "field 'n'"},
+        BadCase{R"({"prompt": "hello"})", "text prompts need the tokenizer"},
+        BadCase{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"prompt": [1]}})", "only \"/v1/completions\""},
+        BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})", "field 'method' must be \"POST\""},
+        BadCase{R"({"custom_id": "c", "url": "/v1/completions"})", "missing object field 'body'"},
+        BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "custom_id": "d"}})", "not allowed inside body"},
+        BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "best_of": 2}})", "unknown field 'body.best_of'"}));
+
+TEST(RequestLineTest, ErrorKeepsTheIdWhenReadable) {
+  const auto item = parse(R"({"id": "keep-me", "prompt_token_ids": [1], "top_p": 3})");
+  ASSERT_TRUE(std::holds_alternative<RequestError>(item));
+  EXPECT_EQ(std::get<RequestError>(item).id, "keep-me");
+  EXPECT_EQ(std::get<RequestError>(item).input.line, 7);
+}
+
+std::vector<RequestItem> read_all(const std::vector<std::string>& files, RequestReader::Options options = {}) {
+  RequestReader reader(files, options);
+  std::vector<RequestItem> items;
+  RequestItem item;
+  while (reader.next(&item)) items.push_back(item);
+  return items;
+}
+
+TEST(RequestReaderTest, SkipsBlankLinesAndKeepsGoingAfterErrors) {
+  testing::TempDir dir;
+  const auto path = dir.write("a.jsonl",
+                              "{\"id\": \"a\", \"prompt_token_ids\": [1]}\n"
+                              "\n"
+                              "   \t\n"
+                              "{broken\n"
+                              "{\"id\": \"b\", \"prompt_token_ids\": [2]}");  // no final newline
+  const auto items = read_all({path});
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_EQ(std::get<RequestLine>(items[0]).id, "a");
+  EXPECT_EQ(std::get<RequestError>(items[1]).input.line, 4);
+  EXPECT_EQ(std::get<RequestLine>(items[2]).id, "b");
+  EXPECT_EQ(std::get<RequestLine>(items[2]).input.line, 5);
+}
+
+TEST(RequestReaderTest, DuplicateIdsAcrossFilesAreErrors) {
+  testing::TempDir dir;
+  const auto a = dir.write("a.jsonl", "{\"id\": \"x\", \"prompt_token_ids\": [1]}\n");
+  const auto b = dir.write("b.jsonl", "{\"id\": \"y\", \"prompt_token_ids\": [1]}\n{\"id\": \"x\", \"prompt_token_ids\": [2]}\n");
+  const auto items = read_all({a, b});
+  ASSERT_EQ(items.size(), 3u);
+  EXPECT_TRUE(std::holds_alternative<RequestLine>(items[0]));
+  EXPECT_TRUE(std::holds_alternative<RequestLine>(items[1]));
+  const auto& error = std::get<RequestError>(items[2]);
+  EXPECT_EQ(error.id, "x");
+  EXPECT_NE(error.message.find("duplicate id 'x' (first at " + a + ":1)"), std::string::npos) << error.message;
+}
+
+TEST(RequestReaderTest, OverlongLineIsAnErrorAndTheNextLineIsRead) {
+  testing::TempDir dir;
+  std::string tokens(5000, '1');
+  const auto path = dir.write("a.jsonl", "{\"prompt_token_ids\": [" + tokens + "]}\n{\"id\": \"after\", \"prompt_token_ids\": [1]}\n");
+  RequestReader::Options options;
+  options.max_line_bytes = 1000;
+  options.parse.vocab_size = 0;
+  const auto items = read_all({path}, options);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_NE(std::get<RequestError>(items[0]).message.find("line longer than 1000 bytes"), std::string::npos);
+  EXPECT_EQ(std::get<RequestLine>(items[1]).id, "after");
+}
+
+TEST(RequestReaderTest, LinesAcrossReadBuffersAndManyLines) {
+  testing::TempDir dir;
+  std::string text;
+  for (int i = 0; i < 30000; ++i) text += "{\"id\": \"r" + std::to_string(i) + "\", \"prompt_token_ids\": [" + std::to_string(i % 500) + ", 1, 2, 3]}\n";
+  const auto path = dir.write("many.jsonl", text);
+  RequestReader reader({path}, {});
+  RequestItem item;
+  int64_t count = 0;
+  while (reader.next(&item)) {
+    const auto& r = std::get<RequestLine>(item);
+    ASSERT_EQ(r.id, "r" + std::to_string(count));
+    ASSERT_EQ(r.prompt_token_ids.front(), count % 500);
+    ++count;
+  }
+  EXPECT_EQ(count, 30000);
+}
+
+TEST(RequestReaderTest, MissingFileThrowsNamingIt) {
+  try {
+    read_all({"/nonexistent/in.jsonl"});
+    FAIL() << "expected an exception";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("/nonexistent/in.jsonl"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::io
