@@ -19,6 +19,9 @@ int verify_command(int argc, char** argv) {
 std::map<std::string, Command> all_commands() {
   return {
       {"verify", verify_command},
+      {"generate", generate_command},
+      {"init-model", init_model_command},
+      {"bench", bench_command},
   };
 }
 

@@ -11,6 +11,9 @@ namespace deepinfer::launch {
 using Command = std::function<int(int argc, char** argv)>;
 
 int verify_command(int argc, char** argv);
+int generate_command(int argc, char** argv);
+int init_model_command(int argc, char** argv);
+int bench_command(int argc, char** argv);
 
 std::map<std::string, Command> all_commands();
 

@@ -13,6 +13,15 @@ namespace {
 constexpr const char* kUsage =
     "usage: deepinfer COMMAND [options]\n"
     "commands:\n"
+    "  generate --model DIR|random:CONFIG --input FILE [--input FILE ...] --output DIR\n"
+    "           [--job configs/jobs/NAME.json] [--seed N] [--max-num-seqs N] [--max-num-batched-tokens N]\n"
+    "           [--num-blocks N] [--max-model-len N] [--device auto|cpu|cuda] [--dtype auto|float32|bfloat16]\n"
+    "           [--deadline SECONDS] [--resume] [--no-overlap]\n"
+    "                    run a batch job (exit 0 done, 130 stopped by a signal: rerun with --resume)\n"
+    "  bench --model DIR|random:CONFIG --num-prompts N --input-len A:B --output-len A:B [--json FILE] [--prompts-out FILE] [job options]\n"
+    "                    synthetic throughput benchmark (warm-up excluded)\n"
+    "  init-model --config FILE --output DIR [--seed N] [--experts-fp4] [--fp8-linears] [--float32]\n"
+    "                    write a deterministic random checkpoint\n"
     "  verify A B        compare the deterministic files of two output directories\n"
     "                    (exit 0 identical, 1 different, 2 unreadable)\n"
     "  help              this text\n";

@@ -76,3 +76,24 @@ TEST(OutputVerifyTest, UnreadableInputExitsTwo) {
 
 }  // namespace
 }  // namespace deepinfer::io
+
+namespace deepinfer::io {
+namespace {
+
+TEST(OutputVerifyTest, StepMetricsDifferencesAreReportedNotFailed) {
+  testing::TempDir tmp;
+  write_dir(tmp.file("a"), {R"({"id":"a","finish_reason":"stop","steps":{"finish_step":3}})"}, "{}");
+  write_dir(tmp.file("b"), {R"({"id":"a","finish_reason":"stop","steps":{"finish_step":9}})"}, "{}");
+  const auto report = verify_output_dirs(tmp.file("a"), tmp.file("b"));
+  EXPECT_EQ(report.exit_code(), 0) << report.message;
+  EXPECT_EQ(report.schedule_differences, 1);
+  EXPECT_NE(report.message.find("1 differ only in their step metrics"), std::string::npos) << report.message;
+}
+
+TEST(OutputVerifyTest, JsonWithoutField) {
+  EXPECT_EQ(json_without_field(R"({"id": "a\"b", "steps": {"x": 1}, "n": [1, 2]})", "steps"), R"({"id":"a\"b","n":[1,2]})");
+  EXPECT_EQ(json_without_field(R"({"steps": 1})", "steps"), "{}");
+}
+
+}  // namespace
+}  // namespace deepinfer::io

@@ -1,0 +1,155 @@
+#include "engine/model_runner.h"
+
+#include <c10/core/Event.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
+#include <thread>
+
+#include "engine/sampler.h"
+
+namespace deepinfer::engine {
+namespace {
+
+// The sampled tokens of one step, copied to the host asynchronously; wait() blocks on an
+// event recorded right after the copy, not on the device work queued behind it.
+class ModelStep final : public PendingStep {
+ public:
+  ModelStep(int64_t step, std::vector<SampledToken> rows, const SampleResult& sampled, at::Device device)
+      : step_(step), rows_(std::move(rows)) {
+    if (device.is_cpu()) {
+      tokens_ = sampled.tokens;
+      logprobs_ = sampled.logprobs;
+      top_ids_ = sampled.top_ids;
+      top_logprobs_ = sampled.top_logprobs;
+      return;
+    }
+    auto copy = [](const at::Tensor& t) {
+      if (!t.defined()) return t;
+      at::Tensor host = at::empty(t.sizes(), t.options().device(at::kCPU).pinned_memory(true));
+      host.copy_(t, /*non_blocking=*/true);
+      return host;
+    };
+    tokens_ = copy(sampled.tokens);
+    logprobs_ = copy(sampled.logprobs);
+    top_ids_ = copy(sampled.top_ids);
+    top_logprobs_ = copy(sampled.top_logprobs);
+    const auto* guard = c10::impl::getDeviceGuardImpl(device.type());
+    event_ = std::make_unique<c10::Event>(device.type());
+    event_->record(guard->getStream(device));
+  }
+
+  ExecutedStep wait() override {
+    if (event_) {
+      while (!event_->query()) std::this_thread::yield();
+    }
+    ExecutedStep executed;
+    executed.result.step = step_;
+    executed.result.tokens = std::move(rows_);
+    const int64_t* tokens = tokens_.data_ptr<int64_t>();
+    const bool any_logprobs = logprobs_.defined();
+    if (any_logprobs) executed.logprobs.resize(executed.result.tokens.size());
+    for (std::size_t i = 0; i < executed.result.tokens.size(); ++i) {
+      executed.result.tokens[i].token_id = static_cast<int32_t>(tokens[i]);
+      if (!any_logprobs || !wants_logprobs_[i]) continue;
+      RowLogprobs row;
+      row.logprob = logprobs_[i].item<float>();
+      if (top_ids_.defined())
+        for (int64_t k = 0; k < top_ids_.size(1); ++k) {
+          row.top_ids.push_back(static_cast<int32_t>(top_ids_[i][k].item<int64_t>()));
+          row.top_logprobs.push_back(top_logprobs_[i][k].item<float>());
+        }
+      executed.logprobs[i] = std::move(row);
+    }
+    return executed;
+  }
+
+  std::vector<bool> wants_logprobs_;
+
+ private:
+  int64_t step_;
+  std::vector<SampledToken> rows_;
+  at::Tensor tokens_, logprobs_, top_ids_, top_logprobs_;
+  std::unique_ptr<c10::Event> event_;
+};
+
+SamplingRow sampling_row(const ScheduledSeq& row, int64_t eos_token_id) {
+  const SamplingParams& p = *row.params;
+  SamplingRow s;
+  s.temperature = p.temperature;
+  s.top_k = p.top_k;
+  s.top_p = p.top_p;
+  s.min_p = p.min_p;
+  s.seed = p.seed;
+  s.position = row.output_index;
+  if (!p.ignore_eos && eos_token_id >= 0) s.stop_ids.push_back(eos_token_id);
+  for (int32_t id : p.stop_token_ids) s.stop_ids.push_back(id);
+  s.suppress_stop = row.output_index < p.min_tokens && !s.stop_ids.empty();
+  s.logprobs = p.logprobs;
+  return s;
+}
+
+}  // namespace
+
+ModelRunner::ModelRunner(const model::ModelWeights& weights, model::ExpertCommunicator& comm, Options options)
+    : options_(options),
+      model_(weights, comm, options.model),
+      cache_(weights.config(), model::ModelCache::Options{.num_blocks = options.num_blocks,
+                                                          .num_slots = options.num_slots,
+                                                          .dtype = options.dtype,
+                                                          .device = options.device}) {}
+
+std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
+  TORCH_CHECK(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
+  model::BatchInput input;
+  std::vector<int64_t> pending_flat_rows, pending_source_rows;
+  std::vector<SampledToken> rows;
+  std::vector<SamplingRow> sampling;
+  int64_t flat = 0;
+  for (const ScheduledSeq& row : out.seqs) {
+    std::vector<int64_t> tokens(row.query_token_ids.begin(), row.query_token_ids.end());
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      if (tokens[i] != kPendingToken) continue;
+      auto it = last_rows_.find(row.seq_id);
+      TORCH_CHECK(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
+                  " has a pending token but step ", out.step - 1, " sampled none for it");
+      tokens[i] = 0;  // replaced on the device below
+      pending_flat_rows.push_back(flat + static_cast<int64_t>(i));
+      pending_source_rows.push_back(it->second);
+    }
+    flat += static_cast<int64_t>(tokens.size());
+    input.tokens.push_back(std::move(tokens));
+    input.start_positions.push_back(row.start_pos);
+    input.block_tables.push_back(row.block_table);
+    input.state_slots.push_back(row.state_slot);
+    if (row.sample) {
+      input.sample_rows.push_back(flat - 1);
+      rows.push_back(SampledToken{.seq_id = row.seq_id, .epoch = row.epoch, .token_id = 0});
+      sampling.push_back(sampling_row(row, config().eos_token_id));
+    }
+  }
+  model::ForwardBatch batch = model::ForwardBatch::build(input, options_.device);
+  if (!pending_flat_rows.empty()) {
+    const auto index_options = at::TensorOptions().dtype(at::kLong);
+    const at::Tensor dst = at::tensor(pending_flat_rows, index_options).to(options_.device, /*non_blocking=*/true);
+    const at::Tensor src = at::tensor(pending_source_rows, index_options).to(options_.device, /*non_blocking=*/true);
+    batch.token_ids.index_copy_(0, dst, last_tokens_.index_select(0, src));
+  }
+  SampleResult sampled;
+  if (!rows.empty()) {
+    const at::Tensor logits = model_.forward(batch, cache_);  // [S, vocab] float32
+    const SamplingBatch params = SamplingBatch::from_rows(sampling, config().vocab_size).to(options_.device, /*non_blocking=*/true);
+    sampled = sample(logits, params);
+  } else {
+    model_.forward(batch, cache_);  // prefill chunks that sample nothing still write the cache
+    sampled.tokens = at::empty({0}, at::TensorOptions().dtype(at::kLong).device(options_.device));
+  }
+  last_tokens_ = sampled.tokens;
+  last_rows_.clear();
+  for (std::size_t i = 0; i < rows.size(); ++i) last_rows_[rows[i].seq_id] = static_cast<int64_t>(i);
+  last_step_ = out.step;
+  auto step = std::make_unique<ModelStep>(out.step, std::move(rows), sampled, options_.device);
+  for (const SamplingRow& s : sampling) step->wants_logprobs_.push_back(s.logprobs >= 0);
+  return step;
+}
+
+}  // namespace deepinfer::engine

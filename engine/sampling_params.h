@@ -1,0 +1,34 @@
+#pragma once
+// SamplingParams: the per-request knobs of generation, validated in one place.
+// Owns: the field set, defaults and the validity rules (with messages naming the value).
+// Does not own: applying them to logits (the sampler) or the stop decision at commit time
+// (the Scheduler reads ignore_eos, stop_token_ids, min_tokens and max_tokens).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace deepinfer::engine {
+
+struct SamplingParams {
+  static constexpr int32_t kMaxLogprobs = 20;
+
+  int32_t max_tokens = 16;              // >= 1: generated tokens, stop token included
+  float temperature = 1.0f;             // >= 0, finite; 0 = greedy
+  float top_p = 1.0f;                   // (0, 1]
+  int32_t top_k = 0;                    // 0 or -1 = off, else >= 1
+  float min_p = 0.0f;                   // [0, 1]
+  uint64_t seed = 0;                    // sampling noise = f(seed, output position)
+  std::vector<int32_t> stop_token_ids;  // each >= 0; end with finish reason stop
+  bool ignore_eos = false;              // EOS is then an ordinary token
+  int32_t min_tokens = 0;               // [0, max_tokens]: no EOS/stop finish before this many outputs
+  int32_t logprobs = -1;                // -1 = none, 0 = chosen token only, N <= kMaxLogprobs = top N too
+
+  // "" when valid, else one sentence naming the first bad field and its value.
+  std::string validation_error() const;
+  // Throws std::invalid_argument with validation_error().
+  void validate() const;
+  bool is_stop_token(int32_t token_id) const;
+};
+
+}  // namespace deepinfer::engine

@@ -1,0 +1,124 @@
+// `deepinfer bench`: a synthetic offline-throughput benchmark over the real job path.
+// Prompts are random token ids with lengths drawn uniformly from --input-len A:B (fixed seed),
+// outputs have exactly --output-len A:B tokens (ignore_eos). A short warm-up job runs first on
+// the same model runner and is excluded from the figures.
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include "engine/model_runner.h"
+#include "io/durable_file.h"
+#include "io/json_writer.h"
+#include "launch/commands.h"
+#include "launch/job_setup.h"
+#include "model/expert_parallel.h"
+#include "pipeline/manifest.h"
+
+namespace deepinfer::launch {
+namespace {
+
+std::pair<int64_t, int64_t> parse_range(const Args& args, const std::string& name) {
+  const std::string text = args.get(name);
+  const auto colon = text.find(':');
+  try {
+    const int64_t a = std::stoll(text.substr(0, colon));
+    const int64_t b = colon == std::string::npos ? a : std::stoll(text.substr(colon + 1));
+    if (a >= 1 && b >= a) return {a, b};
+  } catch (const std::exception&) {
+  }
+  throw std::invalid_argument("option --" + name + " = '" + text + "' must be A:B with 1 <= A <= B");
+}
+
+// Writes the prompts file; returns the number of prompt and output tokens requested.
+std::pair<int64_t, int64_t> write_prompts(const std::string& path, int64_t n, std::pair<int64_t, int64_t> in,
+                                          std::pair<int64_t, int64_t> out, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  auto draw = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  std::string text;
+  int64_t in_tokens = 0, out_tokens = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = draw(in.first, in.second), max_tokens = draw(out.first, out.second);
+    io::JsonWriter w;
+    w.begin_object().key("id").value("bench-" + std::to_string(i)).key("prompt_token_ids").begin_array();
+    for (int64_t t = 0; t < len; ++t) w.value(draw(2, vocab - 1));
+    w.end_array().key("max_tokens").value(max_tokens).key("ignore_eos").value(true).end_object();
+    text += w.str() + "\n";
+    in_tokens += len;
+    out_tokens += max_tokens;
+  }
+  io::write_file_atomically(path, text);
+  return {in_tokens, out_tokens};
+}
+
+}  // namespace
+
+int bench_command(int argc, char** argv) {
+  auto value_options = job_value_options();
+  value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out"});
+  Args args(argc, argv, 2, value_options, {"no-overlap"});
+  const auto config = job_config_from(args);
+  const int64_t num_prompts = args.get_int("num-prompts", 0);
+  if (num_prompts < 1) throw std::invalid_argument("--num-prompts must be >= 1");
+  const auto input_len = parse_range(args, "input-len");
+  const auto output_len = parse_range(args, "output-len");
+  const at::Device device = resolve_device(config.device);
+  const at::ScalarType dtype = resolve_dtype(config.dtype, device);
+
+  const std::string spec = args.get("model");
+  auto source = pipeline::load_model_source(spec, dtype, device, config.seed);
+  const model::ModelConfig& model_config = source.weights->config();
+  model::SingleRankCommunicator comm;
+  engine::ModelRunner runner(*source.weights, comm,
+                             {.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
+                              .device = device, .model = {}});
+
+  char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
+  if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");
+  const std::filesystem::path dir(pattern);
+  auto run = [&](const std::string& name, int64_t n, std::pair<int64_t, int64_t> out_len) {
+    const std::string prompts = (dir / (name + ".jsonl")).string();
+    write_prompts(prompts, n, input_len, out_len, model_config.vocab_size, name == "warmup" ? 1 : 0);
+    pipeline::JobOptions job = job_options_for(config, model_config);
+    job.inputs = {prompts};
+    job.output_dir = (dir / name).string();
+    job.job_json = "{}";
+    return pipeline::run_generate_job(job, runner);
+  };
+  const int64_t warmup_prompts = args.get_int("warmup-prompts", std::min<int64_t>(num_prompts, config.max_num_seqs));
+  if (warmup_prompts > 0) run("warmup", warmup_prompts, {1, 16});
+  const pipeline::JobOutcome outcome = run("timed", num_prompts, output_len);
+  if (args.has("prompts-out")) std::filesystem::copy_file(dir / "timed.jsonl", args.get("prompts-out"),
+                                                          std::filesystem::copy_options::overwrite_existing);
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+
+  const double s = std::max(outcome.elapsed_s, 1e-9);
+  const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
+  std::printf("model: %s | hardware: %s | dtype: %s\n", spec.c_str(), hardware_description(device).c_str(),
+              dtype == at::kBFloat16 ? "bfloat16" : "float32");
+  std::printf("workload: %ld prompts, input %ld:%ld, output %ld:%ld (ignore_eos), max_num_seqs %d, max_num_batched_tokens %d, "
+              "warm-up %ld prompts excluded\n",
+              long(num_prompts), long(input_len.first), long(input_len.second), long(output_len.first), long(output_len.second),
+              config.max_num_seqs, config.max_num_batched_tokens, long(warmup_prompts));
+  std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", outcome.requests_run / s, total_tps,
+              outcome.output_tokens / s);
+  std::printf("Mean TTFT: %.1f ms, mean TPOT: %.2f ms, elapsed %.2f s, steps %ld, preemptions %ld\n", outcome.mean_ttft_ms,
+              outcome.mean_tpot_ms, outcome.elapsed_s, long(outcome.steps), long(outcome.preemptions));
+  if (args.has("json")) {
+    io::JsonWriter w;
+    w.begin_object().key("model").value(spec).key("hardware").value(hardware_description(device));
+    w.key("dtype").value(dtype == at::kBFloat16 ? "bfloat16" : "float32").key("num_prompts").value(num_prompts);
+    w.key("input_len").begin_array().value(input_len.first).value(input_len.second).end_array();
+    w.key("output_len").begin_array().value(output_len.first).value(output_len.second).end_array();
+    w.key("max_num_seqs").value(config.max_num_seqs).key("max_num_batched_tokens").value(config.max_num_batched_tokens);
+    w.key("warmup_prompts").value(warmup_prompts).key("elapsed_s").value(outcome.elapsed_s);
+    w.key("requests_per_s").value(outcome.requests_run / s).key("total_tokens_per_s").value(total_tps);
+    w.key("output_tokens_per_s").value(outcome.output_tokens / s).key("input_tokens").value(outcome.prompt_tokens);
+    w.key("output_tokens").value(outcome.output_tokens).key("mean_ttft_ms").value(outcome.mean_ttft_ms);
+    w.key("mean_tpot_ms").value(outcome.mean_tpot_ms).key("preemptions").value(outcome.preemptions).end_object();
+    io::write_file_atomically(args.get("json"), w.str() + "\n");
+  }
+  return 0;
+}
+
+}  // namespace deepinfer::launch

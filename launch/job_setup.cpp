@@ -1,0 +1,81 @@
+#include "launch/job_setup.h"
+
+#include <cstdio>
+#include <thread>
+
+#include "io/json_writer.h"
+#include "pipeline/manifest.h"
+
+namespace deepinfer::launch {
+
+std::set<std::string> job_value_options() {
+  return {"job", "seed", "max-num-seqs", "max-num-batched-tokens", "num-blocks", "max-model-len", "device", "dtype", "deadline"};
+}
+
+pipeline::JobConfig job_config_from(const Args& args) {
+  pipeline::JobConfig c = args.has("job") ? pipeline::JobConfig::load(args.get("job")) : pipeline::JobConfig{};
+  c.seed = args.get_uint64("seed", c.seed);
+  c.max_num_seqs = static_cast<int32_t>(args.get_int("max-num-seqs", c.max_num_seqs));
+  c.max_num_batched_tokens = static_cast<int32_t>(args.get_int("max-num-batched-tokens", c.max_num_batched_tokens));
+  c.num_blocks = static_cast<int32_t>(args.get_int("num-blocks", c.num_blocks));
+  c.max_model_len = static_cast<int32_t>(args.get_int("max-model-len", c.max_model_len));
+  c.device = args.get_or("device", c.device);
+  c.dtype = args.get_or("dtype", c.dtype);
+  if (args.has("deadline")) c.deadline_s = std::stod(args.get("deadline"));
+  if (args.flag("no-overlap")) c.overlap = false;
+  c.validate();
+  return c;
+}
+
+at::Device resolve_device(const std::string& device) {
+  if (device == "cuda" || (device == "auto" && at::hasCUDA())) {
+    if (!at::hasCUDA()) throw std::invalid_argument("--device cuda: no CUDA device is visible");
+    return at::Device(at::kCUDA, 0);
+  }
+  return at::kCPU;
+}
+
+at::ScalarType resolve_dtype(const std::string& dtype, at::Device device) {
+  if (dtype == "bfloat16" || (dtype == "auto" && device.is_cuda())) return at::kBFloat16;
+  return at::kFloat;
+}
+
+std::string hardware_description(at::Device device) {
+  if (device.is_cuda()) return "cuda:" + std::to_string(device.index());
+  return "cpu (" + std::to_string(std::thread::hardware_concurrency()) + " threads)";
+}
+
+pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model) {
+  pipeline::JobOptions o;
+  o.seed = config.seed;
+  o.scheduler.block_size = 128;
+  o.scheduler.num_blocks = config.num_blocks;
+  o.scheduler.num_slots = config.max_num_seqs + 1;
+  o.scheduler.max_num_seqs = config.max_num_seqs;
+  o.scheduler.max_num_batched_tokens = config.max_num_batched_tokens;
+  o.scheduler.max_model_len = static_cast<int32_t>(std::min<int64_t>(config.max_model_len, model.max_position_embeddings));
+  o.scheduler.eos_token_id = static_cast<int32_t>(model.eos_token_id);
+  o.vocab_size = model.vocab_size;
+  o.overlap = config.overlap;
+  o.deadline_s = config.deadline_s;
+  o.progress_interval_s = config.progress_interval_s;
+  return o;
+}
+
+std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint,
+                            const std::vector<std::string>& inputs, at::Device device, at::ScalarType dtype, int world_size) {
+  io::JsonWriter w;
+  w.begin_object().key("model").raw(model_fingerprint).key("inputs").begin_array();
+  for (const auto& input : inputs)
+    w.begin_object().key("file").value(input).key("sha256").value(pipeline::sha256_of_file(input)).end_object();
+  w.end_array();
+  w.key("seed").value(config.seed).key("max_num_seqs").value(config.max_num_seqs);
+  w.key("max_num_batched_tokens").value(config.max_num_batched_tokens).key("num_blocks").value(config.num_blocks);
+  w.key("max_model_len").value(config.max_model_len).key("overlap").value(config.overlap);
+  w.key("device").value(device.is_cuda() ? "cuda" : "cpu").key("dtype").value(dtype == at::kBFloat16 ? "bfloat16" : "float32");
+  w.key("world_size").value(world_size).key("sharding").value("round-robin");
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace deepinfer::launch

@@ -1,0 +1,35 @@
+#pragma once
+// Shared by `generate` and `bench`: turning command-line options into a JobConfig, the
+// device and dtype, the loaded model and the job fingerprint.
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "launch/args.h"
+#include "pipeline/generate_job.h"
+#include "pipeline/job_config.h"
+#include "pipeline/model_source.h"
+
+namespace deepinfer::launch {
+
+// Options every model-running command accepts.
+std::set<std::string> job_value_options();
+
+// --job FILE (or configs/jobs/default.json values) with the command-line overrides applied.
+pipeline::JobConfig job_config_from(const Args& args);
+
+at::Device resolve_device(const std::string& device);
+at::ScalarType resolve_dtype(const std::string& dtype, at::Device device);
+std::string hardware_description(at::Device device);
+
+// Job options for one rank (scheduler sized from the config and the model).
+pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model);
+
+// The fingerprint of everything that decides the results (compared on --resume, kept in the
+// manifest): model, inputs (sha256), seed, scheduler sizes, device, dtype, world size.
+std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint,
+                            const std::vector<std::string>& inputs, at::Device device, at::ScalarType dtype, int world_size);
+
+}  // namespace deepinfer::launch

@@ -1,0 +1,52 @@
+#include "model/deepseek_v4_model.h"
+
+#include "model/hyper_connection.h"
+#include "model/moe.h"
+#include "model/sequence_group.h"
+
+namespace deepinfer::model {
+
+DeepseekV4Model::DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator& comm, Options options)
+    : weights_(weights),
+      comm_(comm),
+      options_(options),
+      main_rope_(Rope::main(weights.config(), weights.device())),
+      compress_rope_(Rope::compress(weights.config(), weights.device())) {
+  TORCH_CHECK(options_.attention.query_tile > 0, "DeepseekV4Model: attention.query_tile must be positive, got ", options_.attention.query_tile);
+}
+
+at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache& cache) const {
+  const ModelConfig& c = config();
+  batch.validate();
+  TORCH_CHECK(batch.token_ids.device() == weights_.device(), "DeepseekV4Model: batch on ", batch.token_ids.device(), " but weights on ",
+              weights_.device());
+  TORCH_CHECK(cache.dtype() == weights_.dtype(), "DeepseekV4Model: cache dtype ", cache.dtype(), " differs from the compute dtype ",
+              weights_.dtype());
+  const std::vector<SequenceGroup> groups = make_groups(batch);
+  const double eps = c.rms_norm_eps;
+  const int64_t T = batch.num_tokens();
+  const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);  // [T, D]
+  at::Tensor streams = embedded.unsqueeze(1).expand({T, c.hc_mult, c.hidden_size}).contiguous();  // [T, n, D]
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const Rope& rope = c.compress_ratio(l) > 0 ? compress_rope_ : main_rope_;
+    // Attention site.
+    HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c);
+    at::Tensor h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps);
+    at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, options_.attention);
+    streams = hc_expand(streams, y, mix);
+    // FFN site.
+    mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c);
+    h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps);
+    y = moe_forward(weights_, l, h, batch.token_ids, comm_);
+    streams = hc_expand(streams, y, mix);
+  }
+  const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
+  const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c);
+  return rms_norm(collapsed, weights_.get("norm.weight"), eps);
+}
+
+at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const {
+  return at::linear(forward_hidden(batch, cache), weights_.get("head.weight")).to(at::kFloat);
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,46 @@
+#pragma once
+// DeepseekV4Model: the whole forward over a ForwardBatch (deepseek-v4.md §2.8):
+// embed -> n residual streams -> per layer [mHC site: attention] [mHC site: MoE] -> hc_head
+// collapse -> norm -> head, logits only for batch.sample_rows.
+// The same code runs prefill chunks and decode steps, float32 or bfloat16, CPU or CUDA;
+// it reads no device value on the host except the MoE's per-expert token counts.
+// Owns: the layer wiring and the two ropes. Does not own: weights, cache, scheduling,
+// sampling, or the communicator backend. No QAT simulation (as transformers' reference).
+
+#include <ATen/ATen.h>
+
+#include "model/attention.h"
+#include "model/expert_parallel.h"
+#include "model/forward_batch.h"
+#include "model/model_cache.h"
+#include "model/ops.h"
+#include "model/weights.h"
+
+namespace deepinfer::model {
+
+class DeepseekV4Model final {
+ public:
+  struct Options {
+    AttentionOptions attention;
+  };
+  // `weights` and `comm` must outlive the model.
+  DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator& comm, Options options);
+
+  // -> [S, vocab] float32 logits of batch.sample_rows. Writes the batch's sequences' state
+  // (window rings, compressor tails, compressed entries) into `cache`.
+  at::Tensor forward(const ForwardBatch& batch, ModelCache& cache) const;
+
+  // Final hidden rows [S, D] (after hc_head and norm) instead of logits; for tests and MTP.
+  at::Tensor forward_hidden(const ForwardBatch& batch, ModelCache& cache) const;
+
+  const ModelConfig& config() const { return weights_.config(); }
+
+ private:
+  const ModelWeights& weights_;
+  ExpertCommunicator& comm_;
+  Options options_;
+  Rope main_rope_;
+  Rope compress_rope_;
+};
+
+}  // namespace deepinfer::model

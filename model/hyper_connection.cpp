@@ -1,0 +1,50 @@
+#include "model/hyper_connection.h"
+
+namespace deepinfer::model {
+namespace {
+
+// linear(rms(flatten(streams)), fn) in float32: [T, rows].
+at::Tensor normalized_projection(const at::Tensor& streams, const at::Tensor& fn, double eps) {
+  const at::Tensor flat = streams.flatten(1).to(at::kFloat);  // [T, n D]
+  const at::Tensor inv_rms = at::rsqrt(flat.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return at::linear(flat, fn) * inv_rms;
+}
+
+}  // namespace
+
+HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config) {
+  const int64_t n = config.hc_mult;
+  const int64_t T = streams.size(0);
+  const double eps = config.hc_eps;
+  const at::Tensor mix = normalized_projection(streams, fn, config.rms_norm_eps);  // [T, (2+n) n]
+  HcMix out;
+  out.pre = at::sigmoid(mix.narrow(1, 0, n) * scale[0] + base.narrow(0, 0, n)) + eps;
+  out.post = 2.0 * at::sigmoid(mix.narrow(1, n, n) * scale[1] + base.narrow(0, n, n));
+  at::Tensor comb = mix.narrow(1, 2 * n, n * n).reshape({T, n, n}) * scale[2] + base.narrow(0, 2 * n, n * n).reshape({n, n});
+  comb = at::softmax(comb, -1) + eps;
+  comb = comb / (comb.sum(-2, /*keepdim=*/true) + eps);
+  for (int64_t i = 1; i < config.hc_sinkhorn_iters; ++i) {
+    comb = comb / (comb.sum(-1, /*keepdim=*/true) + eps);
+    comb = comb / (comb.sum(-2, /*keepdim=*/true) + eps);
+  }
+  out.comb = comb;
+  return out;
+}
+
+at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre) {
+  return (pre.unsqueeze(-1) * streams.to(at::kFloat)).sum(1).to(streams.scalar_type());
+}
+
+at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix) {
+  // [T, n, n]^T x [T, n, D]: new[t, k] = sum_j comb[t, j, k] streams[t, j]
+  const at::Tensor mixed = at::bmm(mix.comb.transpose(1, 2), streams.to(at::kFloat));
+  return (mix.post.unsqueeze(-1) * y.to(at::kFloat).unsqueeze(1) + mixed).to(streams.scalar_type());
+}
+
+at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config) {
+  const at::Tensor mix = normalized_projection(streams, fn, config.rms_norm_eps);  // [T, n]
+  const at::Tensor pre = at::sigmoid(mix * scale[0] + base) + config.hc_eps;
+  return hc_collapse(streams, pre);
+}
+
+}  // namespace deepinfer::model

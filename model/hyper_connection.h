@@ -1,0 +1,32 @@
+#pragma once
+// Manifold-constrained hyper-connections (mHC, deepseek-v4.md §2.2): the residual is n = hc_mult
+// streams [T, n, D]. Each sub-block site computes (pre, post, comb) from the streams, feeds the
+// sub-block the pre-weighted collapse, and mixes its output back with post and the
+// Sinkhorn-normalized comb. The final head collapse uses hc_head_*.
+// Owns: these formulas (float32 mixing). Does not own: the sub-blocks.
+
+#include <ATen/ATen.h>
+
+#include "model/model_config.h"
+
+namespace deepinfer::model {
+
+struct HcMix {
+  at::Tensor pre;   // [T, n] float32
+  at::Tensor post;  // [T, n] float32
+  at::Tensor comb;  // [T, n, n] float32; comb[j][k] weights stream j into new stream k
+};
+
+// streams [T, n, D]; fn [(2+n) n, n D], base [(2+n) n], scale [3] float32.
+HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config);
+
+// sum_j pre[j] streams[j] -> [T, D] in streams' dtype.
+at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre);
+
+// new[k] = post[k] y + sum_j comb[j][k] streams[j] -> [T, n, D] in streams' dtype. y [T, D].
+at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix);
+
+// Final collapse with hc_head_fn [n, n D], hc_head_base [n], hc_head_scale [1] -> [T, D].
+at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config);
+
+}  // namespace deepinfer::model

@@ -1,0 +1,82 @@
+#include "model/moe.h"
+
+#include "model/ops.h"
+
+namespace deepinfer::model {
+namespace {
+
+at::Tensor expert_scores(const at::Tensor& logits, ScoringFunc func) {
+  switch (func) {
+    case ScoringFunc::kSqrtSoftplus: return at::sqrt(at::softplus(logits));
+    case ScoringFunc::kSigmoid: return at::sigmoid(logits);
+    case ScoringFunc::kSoftmax: return at::softmax(logits, -1);
+  }
+  TORCH_INTERNAL_ASSERT(false, "unknown scoring function");
+}
+
+// Runs this rank's experts over all (token, slot) pairs: x [N, D], routing [N, k] -> float32 [N, D].
+at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                          const at::Tensor& routing_weights) {
+  const ModelConfig& config = weights.config();
+  const int64_t k = experts.size(1);
+  at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
+  if (x.size(0) == 0) return out;
+  const at::Tensor flat = experts.reshape(-1);
+  const at::Tensor order = std::get<1>(flat.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+  // One host read per layer: how many (token, slot) pairs each expert got.
+  const at::Tensor counts = at::bincount(flat, /*weights=*/{}, config.n_routed_experts).cpu();
+  const int64_t* count = counts.data_ptr<int64_t>();
+  const ExpertRange& owned = weights.experts();
+  int64_t offset = 0;
+  for (int64_t e = 0; e < owned.first; ++e) offset += count[e];
+  for (int64_t e = owned.first; e < owned.last; ++e) {
+    const int64_t n = count[e];
+    if (n == 0) continue;
+    const at::Tensor pairs = order.narrow(0, offset, n);  // flat (token * k + slot)
+    offset += n;
+    const at::Tensor tokens = at::div(pairs, k, "floor");
+    const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
+                                    weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
+    const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
+    out.index_add_(0, tokens, y.to(at::kFloat) * w);
+  }
+  return out;
+}
+
+}  // namespace
+
+Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids) {
+  const ModelConfig& config = weights.config();
+  const at::Tensor logits = at::linear(x.to(at::kFloat), weights.layer(layer, "ffn.gate.weight").to(at::kFloat));  // [T, E]
+  const at::Tensor scores = expert_scores(logits, config.scoring_func);
+  Routing routing;
+  if (config.is_hash_layer(layer)) {
+    routing.experts = weights.layer(layer, "ffn.gate.tid2eid").index_select(0, token_ids);
+  } else {
+    const at::Tensor biased = scores + weights.layer(layer, "ffn.gate.bias");
+    routing.experts = std::get<1>(biased.topk(config.num_experts_per_tok, /*dim=*/-1));
+  }
+  at::Tensor w = scores.gather(1, routing.experts);
+  if (config.norm_topk_prob && config.scoring_func != ScoringFunc::kSoftmax) w = w / (w.sum(-1, /*keepdim=*/true) + 1e-20);
+  routing.weights = w * config.routed_scaling_factor;
+  return routing;
+}
+
+at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm) {
+  const ModelConfig& config = weights.config();
+  const Routing routing = route_tokens(weights, layer, x, token_ids);
+  std::vector<int64_t> counts, check;
+  const at::Tensor all_x = comm.all_gather_rows(x, counts);
+  const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
+  const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
+  const at::Tensor partial = routed_partial(weights, layer, all_x, all_experts, all_weights);
+  at::Tensor out = comm.reduce_scatter_rows(partial, counts);  // [T, D] float32
+  if (config.n_shared_experts > 0) {
+    const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
+                                         weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
+    out = out + shared.to(at::kFloat);
+  }
+  return out.to(x.scalar_type());
+}
+
+}  // namespace deepinfer::model

@@ -1,0 +1,68 @@
+#include "model/ops.h"
+
+#include <cmath>
+
+namespace deepinfer::model {
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  const at::Tensor xf = x.to(at::kFloat);
+  at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  if (weight.defined()) y = y * weight.to(at::kFloat);
+  return y.to(x.scalar_type());
+}
+
+at::Tensor rope_inv_freq(int64_t rope_dim, double theta, const YarnScaling* yarn) {
+  TORCH_CHECK(rope_dim > 0 && rope_dim % 2 == 0, "rope_inv_freq: rope_dim must be positive and even, got ", rope_dim);
+  const int64_t half = rope_dim / 2;
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  // Same float32 arithmetic as the references: 1 / base^(arange(0, r, 2) / r).
+  at::Tensor freq = 1.0 / at::pow(theta, at::arange(0, rope_dim, 2, f32) / static_cast<double>(rope_dim));
+  if (yarn == nullptr || yarn->factor == 1.0) return freq;
+  const double r = static_cast<double>(rope_dim);
+  const double two_pi = 2.0 * M_PI;
+  auto correction_dim = [&](double rotations) {
+    return r * std::log(static_cast<double>(yarn->original_max_position_embeddings) / (rotations * two_pi)) / (2.0 * std::log(theta));
+  };
+  const double low = std::max(std::floor(correction_dim(yarn->beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(yarn->beta_slow)), r - 1.0);
+  if (high == low) high += 0.001;
+  const at::Tensor ramp = ((at::arange(half, f32) - low) / (high - low)).clamp(0.0, 1.0);
+  return freq / yarn->factor * ramp + freq * (1.0 - ramp);
+}
+
+Rope Rope::main(const ModelConfig& config, at::Device device) {
+  return Rope(rope_inv_freq(config.rope_head_dim, config.rope_theta, nullptr).to(device));
+}
+
+Rope Rope::compress(const ModelConfig& config, at::Device device) {
+  return Rope(rope_inv_freq(config.rope_head_dim, config.compress_rope_theta, &config.yarn).to(device));
+}
+
+at::Tensor Rope::apply(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
+  const int64_t r = rope_dim();
+  const int64_t dim = x.size(-1);
+  TORCH_CHECK(dim >= r, "Rope::apply: last dim ", dim, " is smaller than the rope dim ", r);
+  const at::Tensor angle = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;  // [..., r/2]
+  const at::Tensor cos = angle.cos();
+  const at::Tensor sin = inverse ? -angle.sin() : angle.sin();
+  std::vector<int64_t> pair_shape(x.sizes().begin(), x.sizes().end() - 1);
+  pair_shape.push_back(r / 2);
+  pair_shape.push_back(2);
+  const at::Tensor pairs = x.narrow(-1, dim - r, r).to(at::kFloat).reshape(pair_shape);
+  const at::Tensor a = pairs.select(-1, 0), b = pairs.select(-1, 1);
+  const at::Tensor rotated = at::stack({a * cos - b * sin, a * sin + b * cos}, -1).flatten(-2).to(x.scalar_type());
+  if (r == dim) return rotated;
+  return at::cat({x.narrow(-1, 0, dim - r), rotated}, -1);
+}
+
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit) {
+  at::Tensor gate = at::linear(x, w1);
+  at::Tensor up = at::linear(x, w3);
+  if (limit > 0) {
+    gate = gate.clamp_max(limit);
+    up = up.clamp(-limit, limit);
+  }
+  return at::linear(at::silu(gate) * up, w2);
+}
+
+}  // namespace deepinfer::model

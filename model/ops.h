@@ -1,0 +1,45 @@
+#pragma once
+// Small tensor operations shared by the layers: RMSNorm, interleaved partial RoPE (plain or
+// YaRN), the clamped SwiGLU MLP. Plain ATen, any device; math per deepseek-v4.md §2.
+// Owns: these formulas. Does not own: weights or layer wiring.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+#include "model/model_config.h"
+
+namespace deepinfer::model {
+
+// w * x * rsqrt(mean(x^2) + eps) over the last dim, computed in float32, returned in x's dtype.
+// An undefined weight means no weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// RoPE on the LAST rope_dim channels as interleaved pairs (x[2i], x[2i+1]):
+// (a cos - b sin, a sin + b cos) with angle = position * inv_freq[i]; inverse rotates by -angle.
+class Rope final {
+ public:
+  explicit Rope(at::Tensor inv_freq) : inv_freq_(std::move(inv_freq)) {}
+  // Ratio-0 layers: base rope_theta, no scaling.
+  static Rope main(const ModelConfig& config, at::Device device);
+  // Ratio>0 layers (q, window kv, compressor entries, indexer q/k): compress_rope_theta + YaRN.
+  static Rope compress(const ModelConfig& config, at::Device device);
+
+  // x [..., dim]; positions int64 with shape x.shape[:-1] or broadcastable to it.
+  at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
+  const at::Tensor& inv_freq() const { return inv_freq_; }  // [rope_dim / 2] float32
+  int64_t rope_dim() const { return 2 * inv_freq_.size(0); }
+
+ private:
+  at::Tensor inv_freq_;
+};
+
+// [rope_dim / 2] float32: base^(-2i/r), blended with base^(-2i/r)/factor by the YaRN ramp
+// when `yarn` is given (no attention scaling).
+at::Tensor rope_inv_freq(int64_t rope_dim, double theta, const YarnScaling* yarn);
+
+// w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)); limit 0 = no clamp.
+// x [N, D], w1/w3 [I, D], w2 [D, I] -> [N, D] in x's dtype.
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit);
+
+}  // namespace deepinfer::model

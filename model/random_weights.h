@@ -1,0 +1,32 @@
+#pragma once
+// Deterministic random weights for a config: the tiny test models and `init-model`.
+// Each tensor is drawn on the CPU from its own generator seeded by (seed, tensor name), so
+// a value never depends on the expert range, the device or the order of generation; then
+// moved to the device. Values are non-degenerate as deepseek-v4.md §1.2 asks: random
+// tid2eid rows (distinct experts per row), routing bias, sinks, compressor position biases,
+// mHC base and scale, norm weights around 1.
+// With format.fp8_linears the FP8 linears are rounded through FP8 (quantize + dequantize),
+// and with format.fp4_experts the routed experts are held packed FP4, so the in-memory model
+// equals the one a checkpoint written in that format loads back to.
+// Owns: value generation. Does not own: writing checkpoints (checkpoint_writer).
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "model/model_config.h"
+#include "model/weight_specs.h"
+#include "model/weights.h"
+
+namespace deepinfer::model {
+
+// Compute dtype = format.dense_dtype (F32 -> kFloat, BF16 -> kBFloat16).
+ModelWeights random_weights(const ModelConfig& config, const WeightFormat& format, uint64_t seed, at::Device device,
+                            std::optional<ExpertRange> experts = std::nullopt);
+
+// The float32 value of one spec's tensor in logical shape (before any quantization), as
+// random_weights draws it. Exposed for the checkpoint writer and tests.
+at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint64_t seed);
+
+}  // namespace deepinfer::model

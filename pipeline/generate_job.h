@@ -1,0 +1,57 @@
+#pragma once
+// One rank's batch job: reads its share of the input lines, admits them gradually into the
+// scheduler (memory bounded by the admission window, not the input size), runs the step loop
+// to the end, and writes results in input order plus per-step metrics.
+// Owns: admission, the request -> record mapping, deadline and stop handling, progress.
+// Does not own: policy (Scheduler), execution (StepExecutor), file formats (io/).
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "engine/step_executor.h"
+#include "io/request_reader.h"
+
+namespace deepinfer::pipeline {
+
+struct JobOptions {
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  uint64_t seed = 0;                     // job seed: derives the seeds of unseeded requests
+  engine::Scheduler::Options scheduler;  // pool sizes, budgets, eos, max_model_len
+  int64_t vocab_size = 0;                // token ids are checked against it
+  bool overlap = true;                   // zero-overhead scheduling (process N-1 during N)
+  int rank = 0;
+  int world_size = 1;
+  bool resume = false;
+  std::string job_json;                  // fingerprint of everything that decides the results
+  std::optional<double> deadline_s;      // from the start of the run: then cancel what is left
+  const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: stop admitting, leave a resumable dir
+  double progress_interval_s = 5.0;
+  std::function<void(const std::string&)> progress;   // a line of progress (stderr in the CLI)
+};
+
+struct JobOutcome {
+  bool interrupted = false;        // stopped by a signal: results left resumable (.partial)
+  int64_t records = 0;             // records in this rank's results file
+  int64_t requests_run = 0;        // requests finished in this run (not counting resumed ones)
+  int64_t prompt_tokens = 0;       // of the requests run
+  int64_t output_tokens = 0;
+  int64_t steps = 0;
+  int64_t preemptions = 0;
+  double elapsed_s = 0;
+  double mean_ttft_ms = 0;         // over requests run that produced a token
+  double mean_tpot_ms = 0;         // over requests run with >= 2 output tokens
+  std::vector<std::string> finish_reasons;  // counts as "reason=N"
+};
+
+// Which rank owns the global input item `index` (interim: round robin).
+int owner_rank(int64_t index, int world_size);
+
+JobOutcome run_generate_job(const JobOptions& options, engine::StepExecutor& executor);
+
+}  // namespace deepinfer::pipeline

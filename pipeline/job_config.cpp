@@ -1,0 +1,78 @@
+#include "pipeline/job_config.h"
+
+#include <stdexcept>
+
+#include <simdjson.h>
+
+#include "io/durable_file.h"
+
+namespace deepinfer::pipeline {
+namespace {
+
+[[noreturn]] void fail(const std::string& origin, std::string_view key, const std::string& what) {
+  throw std::invalid_argument(origin + ": '" + std::string(key) + "' " + what);
+}
+
+int32_t read_int(const std::string& origin, std::string_view key, simdjson::dom::element value, int64_t lo, int64_t hi) {
+  int64_t number;
+  if (value.get(number)) fail(origin, key, "must be an integer, got " + simdjson::minify(value));
+  if (number < lo || number > hi)
+    fail(origin, key, "= " + std::to_string(number) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  return static_cast<int32_t>(number);
+}
+
+}  // namespace
+
+JobConfig JobConfig::load(const std::string& path) { return parse(io::read_file(path), path); }
+
+JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object object;
+  if (auto error = parser.parse(json).get(object)) throw std::invalid_argument(origin + ": not a JSON object (" + simdjson::error_message(error) + ")");
+  JobConfig c;
+  for (auto field : object) {
+    const std::string_view key = field.key;
+    const simdjson::dom::element value = field.value;
+    if (key == "max_num_seqs") c.max_num_seqs = read_int(origin, key, value, 1, 1 << 20);
+    else if (key == "max_num_batched_tokens") c.max_num_batched_tokens = read_int(origin, key, value, 1, 1 << 24);
+    else if (key == "num_blocks") c.num_blocks = read_int(origin, key, value, 2, 1 << 30);
+    else if (key == "max_model_len") c.max_model_len = read_int(origin, key, value, 2, 1 << 30);
+    else if (key == "seed") {
+      uint64_t seed;
+      if (value.get(seed)) fail(origin, key, "must be a non-negative integer, got " + simdjson::minify(value));
+      c.seed = seed;
+    } else if (key == "device" || key == "dtype") {
+      std::string_view text;
+      if (value.get(text)) fail(origin, key, "must be a string, got " + simdjson::minify(value));
+      (key == "device" ? c.device : c.dtype) = std::string(text);
+    } else if (key == "overlap") {
+      bool flag;
+      if (value.get(flag)) fail(origin, key, "must be true or false, got " + simdjson::minify(value));
+      c.overlap = flag;
+    } else if (key == "deadline_s" || key == "progress_interval_s") {
+      double number;
+      if (value.is_null()) continue;
+      if (value.get(number) || number < 0) fail(origin, key, "must be a non-negative number, got " + simdjson::minify(value));
+      if (key == "deadline_s") c.deadline_s = number;
+      else c.progress_interval_s = number;
+    } else if (key == "description") {
+      continue;
+    } else {
+      fail(origin, key, "is not a job setting (known: max_num_seqs, max_num_batched_tokens, num_blocks, max_model_len, seed, "
+                        "device, dtype, overlap, deadline_s, progress_interval_s, description)");
+    }
+  }
+  c.validate();
+  return c;
+}
+
+void JobConfig::validate() const {
+  if (device != "auto" && device != "cpu" && device != "cuda")
+    throw std::invalid_argument("device must be auto, cpu or cuda, got '" + device + "'");
+  if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16")
+    throw std::invalid_argument("dtype must be auto, float32 or bfloat16, got '" + dtype + "'");
+  if (max_num_seqs < 1 || max_num_batched_tokens < 1 || num_blocks < 2 || max_model_len < 2)
+    throw std::invalid_argument("max_num_seqs, max_num_batched_tokens >= 1, num_blocks >= 2 and max_model_len >= 2 are required");
+}
+
+}  // namespace deepinfer::pipeline

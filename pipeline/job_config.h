@@ -1,0 +1,30 @@
+#pragma once
+// Job presets (configs/jobs/NAME.json) and their command-line overrides: pool sizes, step
+// budgets, the job seed, device and dtype. Every key is optional; unknown keys are errors.
+// Owns: the preset format and its defaults. Does not own: what the values do.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace deepinfer::pipeline {
+
+struct JobConfig {
+  int32_t max_num_seqs = 64;
+  int32_t max_num_batched_tokens = 4096;
+  int32_t num_blocks = 1024;         // 128-token blocks, padding block included
+  int32_t max_model_len = 8192;      // prompt + output tokens
+  uint64_t seed = 0;
+  std::string device = "auto";       // auto (cuda if present), cpu, cuda
+  std::string dtype = "auto";        // auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16
+  bool overlap = true;               // zero-overhead scheduling
+  std::optional<double> deadline_s;  // cancel what is left after this many seconds
+  double progress_interval_s = 5.0;
+
+  // Throws std::invalid_argument naming the file, key and value.
+  static JobConfig load(const std::string& path);
+  static JobConfig parse(const std::string& json, const std::string& origin);
+  void validate() const;
+};
+
+}  // namespace deepinfer::pipeline

@@ -1,0 +1,34 @@
+#pragma once
+// The output directory of a job: file names, the job fingerprint that --resume checks, and
+// the state a resumed rank continues from.
+//   OUT/job.json                            the job's fingerprint (written first; resume compares it)
+//   OUT/results-RRRRR-of-WWWWW.jsonl.zst   per rank, deterministic, in input order
+//   OUT/metrics-RRRRR.jsonl.zst            per-step timings
+//   OUT/summary.json, OUT/manifest.json    rank 0, at the end
+// Owns: naming and the resume decision. Does not own: record contents.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "io/record_file.h"
+
+namespace deepinfer::pipeline {
+
+std::string results_file_name(int rank, int world_size);  // results-00000-of-00001.jsonl.zst
+std::string metrics_file_name(int rank);                  // metrics-00000.jsonl.zst
+
+struct ResumeState {
+  int64_t records_done = 0;      // complete records already in this rank's results file
+  bool results_complete = false; // the results file was already renamed into place
+  std::unique_ptr<io::RecordWriter> writer;  // continues the file (null if complete)
+};
+
+// Prepares OUT for this rank. Fresh run: refuses a directory that already holds a job.json
+// or results, then writes job.json (rank 0) and starts the results file. Resume: requires
+// job.json equal to `job_json` (else throws naming the first differing field), then keeps
+// every complete record of the results file and truncates the rest.
+ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json,
+                         bool resume, const io::RecordWriter::Options& writer_options);
+
+}  // namespace deepinfer::pipeline

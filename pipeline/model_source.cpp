@@ -1,0 +1,38 @@
+#include "pipeline/model_source.h"
+
+#include <filesystem>
+
+#include "io/durable_file.h"
+#include "io/json_writer.h"
+#include "io/sha256.h"
+#include "model/checkpoint_loader.h"
+#include "model/model_config.h"
+#include "model/random_weights.h"
+#include "pipeline/manifest.h"
+
+namespace deepinfer::pipeline {
+
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed) {
+  ModelSource source;
+  io::JsonWriter w;
+  if (spec.rfind("random:", 0) == 0) {
+    const std::string config_path = spec.substr(7);
+    const std::string config_text = io::read_file(config_path);
+    const model::ModelConfig config = model::parse_model_config(config_text, config_path);
+    model::WeightFormat format;
+    format.dense_dtype = dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32;
+    source.weights = std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device));
+    w.begin_object().key("source").value("random").key("config_sha256").value(io::sha256_hex(config_text));
+    w.key("seed").value(random_seed).end_object();
+  } else {
+    model::LoadOptions options;
+    options.dtype = dtype;
+    options.device = device;
+    source.weights = std::make_unique<model::ModelWeights>(model::load_checkpoint(spec, options));
+    w.begin_object().key("source").value("checkpoint").key("checkpoint").raw(checkpoint_fingerprint(spec)).end_object();
+  }
+  source.fingerprint_json = w.take();
+  return source;
+}
+
+}  // namespace deepinfer::pipeline

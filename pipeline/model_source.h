@@ -1,0 +1,24 @@
+#pragma once
+// Where the model comes from: a checkpoint folder, or `random:CONFIG` (deterministic random
+// weights built in memory on the device, so large shapes need no checkpoint file).
+// Owns: choosing the loader and the model's fingerprint for the job. Does not own: loading.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/weights.h"
+
+namespace deepinfer::pipeline {
+
+struct ModelSource {
+  std::unique_ptr<model::ModelWeights> weights;
+  std::string fingerprint_json;  // {"source": ..., "config_sha256": ..., "checkpoint": ...} or the random spec
+};
+
+// spec: a folder with config.json + safetensors, or "random:PATH/TO/config.json".
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed);
+
+}  // namespace deepinfer::pipeline

@@ -1,0 +1,34 @@
+#pragma once
+// One line of results-*.jsonl.zst: what happened to one input line. Keys are written in a
+// fixed order so the same outcome always gives the same bytes (docs/output-format.md).
+// Owns: the record's fields and serialization. Does not own: deciding the outcome.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/request.h"
+
+namespace deepinfer::pipeline {
+
+struct ResultRecord {
+  std::string id;
+  io::InputLocation input;
+  std::optional<uint64_t> seed;          // null for error records that never ran
+  std::string finish_reason;             // "stop" | "length" | "abort" | "error"
+  std::optional<std::string> error;      // message for "error" (and why for "abort")
+  int64_t num_prompt_tokens = 0;
+  std::vector<int32_t> output_token_ids;
+  int64_t prefill_chunks = 0;
+  std::optional<int64_t> first_token_step;
+  std::optional<int64_t> finish_step;
+  int64_t preemptions = 0;
+};
+
+std::string to_json(const ResultRecord& record);
+
+// The record of a line the reader rejected.
+ResultRecord error_record(const io::RequestError& error);
+
+}  // namespace deepinfer::pipeline

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The GPU-machine checks, stage by stage, each with its own time limit and log under $OUT
+# (the device tool's output folder; /tmp/gpu-out elsewhere). Run from the repository root
+# after `source .deps/env.sh`:
+#   tests/gpu/run_gpu_checks.sh build tests reference sampler   # correctness
+#   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks
+# A failing stage is reported and the next one still runs; the exit code is the number of
+# failed stages.
+set -uo pipefail
+OUT=${OUT:-/tmp/gpu-out}
+mkdir -p "$OUT"
+build=${DEEPINFER_CUDA_BUILD:-build-cuda}
+failed=0
+stage() {  # stage NAME SECONDS COMMAND...
+  local name=$1 limit=$2; shift 2
+  local start=$SECONDS
+  echo "== $name (limit ${limit}s)"
+  timeout "$limit" bash -c "$*" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: exit $rc after $((SECONDS - start))s"
+  tail -n 25 "$OUT/$name.log"
+  [ $rc -eq 0 ] || failed=$((failed + 1))
+}
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+for s in "$@"; do
+  case $s in
+    build)
+      stage build 420 "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16" ;;
+    tests)
+      stage tests 240 "ctest --test-dir $build -j8 --output-on-failure -E 'fuzz_|cli_generate'" ;;
+    e2e)
+      stage e2e 240 "ctest --test-dir $build --output-on-failure -R cli_generate" ;;
+    reference)
+      stage reference 300 "tests/reference/run_hf_reference.sh $build" ;;
+    sampler)
+      stage sampler 120 "$build/bin/sampler_bench --device cuda" ;;
+    bench)
+      stage bench_tiny 200 "$build/bin/deepinfer bench --model random:configs/models/tiny.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_tiny.json --prompts-out $OUT/prompts_tiny.jsonl"
+      stage bench_slice 300 "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_slice.json" ;;
+    peer)
+      stage peer_init 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output /tmp/peer_tiny --seed 0"
+      stage peer 300 "python3 tests/reference/hf_generate_peer.py --checkpoint /tmp/peer_tiny --prompts $OUT/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size 16 --json $OUT/peer_tiny.json" ;;
+    *) echo "unknown stage $s"; failed=$((failed + 1)) ;;
+  esac
+done
+exit $failed

@@ -1,0 +1,187 @@
+// The one-rank job end to end with the fake executor: ordering, error records, reruns,
+// preemption, resume after an interruption, the deadline.
+#include "pipeline/generate_job.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+
+#include "io/durable_file.h"
+#include "io/output_verify.h"
+#include "io/record_file.h"
+#include "tests/pipeline/fake_step_executor.h"
+#include "tests/testing/temp_dir.h"
+
+namespace deepinfer::pipeline {
+namespace {
+
+constexpr int32_t kVocab = 64;
+
+std::string make_input(const deepinfer::testing::TempDir& dir, int n, int bad_line = -1) {
+  std::mt19937 rng(123);
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    if (i == bad_line) {
+      text += "{\"id\": \"broken\", \"prompt_token_ids\": [1, 2\n";
+      continue;
+    }
+    const int len = 1 + static_cast<int>(rng() % 300);
+    text += "{\"id\": \"r" + std::to_string(i) + "\", \"prompt_token_ids\": [";
+    for (int t = 0; t < len; ++t) text += (t ? "," : "") + std::to_string(2 + rng() % (kVocab - 2));
+    text += "], \"max_tokens\": " + std::to_string(1 + rng() % 40);
+    if (i % 3 == 0) text += ", \"seed\": " + std::to_string(i * 7919);
+    text += "}\n";
+  }
+  return dir.write("in.jsonl", text);
+}
+
+JobOptions options_for(const std::string& input, const std::string& out, int32_t num_blocks) {
+  JobOptions o;
+  o.inputs = {input};
+  o.output_dir = out;
+  o.seed = 42;
+  o.scheduler = {.block_size = 16, .num_blocks = num_blocks, .num_slots = 9, .max_num_seqs = 8,
+                 .max_num_batched_tokens = 256, .max_model_len = 512, .eos_token_id = 1};
+  o.vocab_size = kVocab;
+  o.job_json = "{\"test\":1}";
+  return o;
+}
+
+engine::FakeExecutor::Options fake_for(const JobOptions& o) {
+  return {.block_size = o.scheduler.block_size, .num_blocks = o.scheduler.num_blocks, .num_slots = o.scheduler.num_slots,
+          .vocab_size = kVocab, .delay_steps = 0};
+}
+
+JobOutcome run(const JobOptions& o, const std::function<void(const engine::SchedulerOutput&)>& hook = nullptr) {
+  testing::FakeStepExecutor executor(fake_for(o));
+  executor.on_execute = hook;
+  return run_generate_job(o, executor);
+}
+
+std::vector<std::string> results(const std::string& out) {
+  return io::read_all_records(out + "/results-00000-of-00001.jsonl.zst");
+}
+
+TEST(GenerateJobTest, EveryLineGetsOneRecordInInputOrder) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 60, /*bad_line=*/25);
+  const auto outcome = run(options_for(input, dir.file("out"), 64));
+  EXPECT_FALSE(outcome.interrupted);
+  const auto records = results(dir.file("out"));
+  ASSERT_EQ(records.size(), 60u);
+  EXPECT_EQ(outcome.records, 60);
+  for (int i = 0; i < 60; ++i) {
+    if (i == 25) {
+      EXPECT_NE(records[i].find("\"finish_reason\":\"error\""), std::string::npos) << records[i];
+      EXPECT_NE(records[i].find("in.jsonl:26: invalid JSON"), std::string::npos) << records[i];
+      continue;
+    }
+    EXPECT_EQ(records[i].rfind("{\"id\":\"r" + std::to_string(i) + "\",", 0), 0u) << records[i];
+    EXPECT_TRUE(records[i].find("\"finish_reason\":\"length\"") != std::string::npos ||
+                records[i].find("\"finish_reason\":\"stop\"") != std::string::npos) << records[i];
+  }
+  EXPECT_NE(records[3].find("\"seed\":23757"), std::string::npos) << "a given seed is recorded: " << records[3];
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out") + "/metrics-00000.jsonl.zst"));
+}
+
+TEST(GenerateJobTest, RerunIsByteIdenticalAndOverlapDoesNotChangeResults) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 40);
+  auto a = options_for(input, dir.file("a"), 64);
+  auto b = options_for(input, dir.file("b"), 64);
+  auto c = options_for(input, dir.file("c"), 64);
+  c.overlap = false;
+  run(a);
+  run(b);
+  run(c);
+  EXPECT_EQ(io::read_file(dir.file("a") + "/results-00000-of-00001.jsonl.zst"),
+            io::read_file(dir.file("b") + "/results-00000-of-00001.jsonl.zst"));
+  EXPECT_EQ(io::verify_output_dirs(dir.file("a"), dir.file("b")).exit_code(), 0);
+  // Without overlap the step indices of the metrics may differ, the tokens may not.
+  const auto ra = results(dir.file("a")), rc = results(dir.file("c"));
+  ASSERT_EQ(ra.size(), rc.size());
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    const auto tokens = [](const std::string& r) { return r.substr(r.find("\"output_token_ids\""), r.find("\"steps\"") - r.find("\"output_token_ids\"")); };
+    EXPECT_EQ(tokens(ra[i]), tokens(rc[i]));
+  }
+}
+
+TEST(GenerateJobTest, SmallPoolPreemptsAndGivesTheSameTokens) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 40);
+  const auto big = run(options_for(input, dir.file("big"), 256));
+  const auto small = run(options_for(input, dir.file("small"), 34));  // 33 usable blocks of 16 = 528 tokens
+  EXPECT_EQ(big.preemptions, 0);
+  EXPECT_GT(small.preemptions, 0);
+  const auto rb = results(dir.file("big")), rs = results(dir.file("small"));
+  ASSERT_EQ(rb.size(), rs.size());
+  int preempted = 0;
+  for (std::size_t i = 0; i < rb.size(); ++i) {
+    const auto upto_steps = [](const std::string& r) { return r.substr(0, r.find("\"steps\"")); };
+    EXPECT_EQ(upto_steps(rb[i]), upto_steps(rs[i]));
+    preempted += rs[i].find("\"preemptions\":0}") == std::string::npos;
+  }
+  EXPECT_GT(preempted, 0);
+}
+
+TEST(GenerateJobTest, ResumeAfterAStopEqualsAnUninterruptedRun) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 50, /*bad_line=*/7);
+  run(options_for(input, dir.file("whole"), 64));
+  for (int stop_after : {1, 9, 30, 80}) {
+    const std::string out = dir.file("part" + std::to_string(stop_after));
+    std::atomic<bool> stop{false};
+    auto o = options_for(input, out, 64);
+    o.stop_requested = &stop;
+    int64_t steps = 0;
+    const auto first = run(o, [&](const engine::SchedulerOutput&) {
+      if (++steps == stop_after) stop = true;
+    });
+    EXPECT_TRUE(first.interrupted);
+    EXPECT_TRUE(std::filesystem::exists(out + "/results-00000-of-00001.jsonl.zst.partial"));
+    EXPECT_EQ(io::verify_output_dirs(dir.file("whole"), out).exit_code(), 2) << "no results file yet";
+    o.stop_requested = nullptr;
+    o.resume = true;
+    const auto second = run(o);
+    EXPECT_FALSE(second.interrupted);
+    EXPECT_EQ(second.records, 50);
+    EXPECT_EQ(first.records + second.requests_run + (first.records <= 7 ? 1 : 0), 50) << "stop after " << stop_after;
+    const auto report = io::verify_output_dirs(dir.file("whole"), out);
+    EXPECT_EQ(report.exit_code(), 0) << "stop after " << stop_after << ": " << report.message;
+  }
+}
+
+TEST(GenerateJobTest, ResumeRefusesAChangedJobAndFreshRunRefusesAnUsedDirectory) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 5);
+  auto o = options_for(input, dir.file("out"), 64);
+  run(o);
+  EXPECT_THROW(run(o), std::invalid_argument);
+  o.resume = true;
+  o.job_json = "{\"test\":2}";
+  try {
+    run(o);
+    FAIL() << "a changed job must be refused";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_NE(std::string(error.what()).find("field 'test': 1 vs 2"), std::string::npos) << error.what();
+  }
+  o.job_json = "{\"test\":1}";
+  EXPECT_EQ(run(o).records, 5) << "resuming a complete job changes nothing";
+}
+
+TEST(GenerateJobTest, DeadlineAbortsWhatIsLeft) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 30);
+  auto o = options_for(input, dir.file("out"), 64);
+  o.deadline_s = 0.0;
+  const auto outcome = run(o);
+  const auto records = results(dir.file("out"));
+  ASSERT_EQ(records.size(), 30u);
+  for (const auto& r : records) EXPECT_NE(r.find("\"finish_reason\":\"abort\""), std::string::npos) << r;
+  EXPECT_FALSE(outcome.interrupted);
+}
+
+}  // namespace
+}  // namespace deepinfer::pipeline
