@@ -31,14 +31,6 @@ deepinfer_require(MPI_CXX_FOUND "Open MPI" "libopenmpi-dev openmpi-bin")
 
 find_package(Threads REQUIRED)
 
-if(DEEPINFER_TESTS)
-  find_package(GTest CONFIG QUIET)
-  if(NOT GTest_FOUND)
-    find_package(GTest QUIET)
-  endif()
-  deepinfer_require(GTest_FOUND "GoogleTest" "googletest libgtest-dev libgmock-dev")
-endif()
-
 if(DEEPINFER_CUDA)
   # CUDA LibTorch comes from PyTorch's wheel: CMAKE_PREFIX_PATH must hold
   # python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' (.deps/env.sh sets it).
@@ -64,4 +56,32 @@ deepinfer_require(Torch_FOUND "LibTorch" "libtorch-dev")
 if(DEEPINFER_CUDA AND NOT TORCH_CUDA_LIBRARIES)
   message(FATAL_ERROR "DEEPINFER_CUDA=ON found a LibTorch without CUDA at ${Torch_DIR}; point CMAKE_PREFIX_PATH at torch.utils.cmake_prefix_path")
 endif()
-message(STATUS "LibTorch ${Torch_VERSION} at ${Torch_DIR}")
+message(STATUS "LibTorch ${Torch_VERSION} at ${Torch_DIR} (flags: ${TORCH_CXX_FLAGS})")
+
+# Every library passes std::string and std::vector across its boundary, so all of them must
+# use LibTorch's libstdc++ ABI, not only those that link torch. PyTorch wheels may use the
+# old ABI while Debian/Ubuntu libraries use the new one.
+set(DEEPINFER_CXX11_ABI 1)
+if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
+  set(DEEPINFER_CXX11_ABI 0)
+endif()
+add_compile_definitions(_GLIBCXX_USE_CXX11_ABI=${DEEPINFER_CXX11_ABI})
+
+if(DEEPINFER_TESTS)
+  if(DEEPINFER_CXX11_ABI EQUAL 0 AND EXISTS /usr/src/googletest/CMakeLists.txt)
+    # The packaged GoogleTest uses the new ABI: build it from its packaged sources instead.
+    set(INSTALL_GTEST OFF CACHE BOOL "" FORCE)
+    set(BUILD_GMOCK OFF CACHE BOOL "" FORCE)
+    add_subdirectory(/usr/src/googletest ${CMAKE_BINARY_DIR}/googletest EXCLUDE_FROM_ALL)
+    add_library(GTest::gtest ALIAS gtest)
+    add_library(GTest::gtest_main ALIAS gtest_main)
+    set(GTest_FOUND TRUE)
+    message(STATUS "GoogleTest: built from /usr/src/googletest with the old libstdc++ ABI")
+  else()
+    find_package(GTest CONFIG QUIET)
+    if(NOT GTest_FOUND)
+      find_package(GTest QUIET)
+    endif()
+  endif()
+  deepinfer_require(GTest_FOUND "GoogleTest" "googletest libgtest-dev libgmock-dev")
+endif()

@@ -18,7 +18,10 @@ DeepseekV4Model::DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator
 at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache& cache) const {
   const ModelConfig& c = config();
   batch.validate();
-  TORCH_CHECK(batch.token_ids.device() == weights_.device(), "DeepseekV4Model: batch on ", batch.token_ids.device(), " but weights on ",
+  const at::Device batch_device = batch.token_ids.device(), weights_device = weights_.device();
+  TORCH_CHECK(batch_device.type() == weights_device.type() &&
+                  (!batch_device.has_index() || !weights_device.has_index() || batch_device.index() == weights_device.index()),
+              "DeepseekV4Model: batch on ", batch.token_ids.device(), " but weights on ",
               weights_.device());
   TORCH_CHECK(cache.dtype() == weights_.dtype(), "DeepseekV4Model: cache dtype ", cache.dtype(), " differs from the compute dtype ",
               weights_.dtype());

@@ -21,13 +21,14 @@ stage() {  # stage NAME SECONDS COMMAND...
   tail -n 25 "$OUT/$name.log"
   [ $rc -eq 0 ] || failed=$((failed + 1))
 }
+python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee "$OUT/torch.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 for s in "$@"; do
   case $s in
     build)
       stage build 420 "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16" ;;
     tests)
-      stage tests 240 "ctest --test-dir $build -j8 --output-on-failure -E 'fuzz_|cli_generate'" ;;
+      stage tests ${DEEPINFER_TESTS_LIMIT:-240} "ctest --test-dir $build -j16 --output-on-failure -E 'fuzz_|cli_generate' ${DEEPINFER_TESTS_ARGS:-}" ;;
     e2e)
       stage e2e 240 "ctest --test-dir $build --output-on-failure -R cli_generate" ;;
     reference)

@@ -11,7 +11,8 @@ RequestItem parse(std::string_view line, int64_t vocab = 1000) {
   return parse_request_line(line, InputLocation{"in.jsonl", 7}, RequestParseOptions{.vocab_size = vocab});
 }
 
-const RequestLine& ok(const RequestItem& item) {
+// Takes the item by value: a reference into a temporary RequestItem would dangle.
+RequestLine ok(const RequestItem& item) {
   if (auto* error = std::get_if<RequestError>(&item)) ADD_FAILURE() << "unexpected error: " << error->message;
   return std::get<RequestLine>(item);
 }
@@ -46,7 +47,7 @@ TEST(RequestLineTest, FullNativeForm) {
 }
 
 TEST(RequestLineTest, DefaultsAndDefaultId) {
-  const auto& r = ok(parse(R"({"prompt_token_ids": [1]})"));
+  const RequestLine r = ok(parse(R"({"prompt_token_ids": [1]})"));
   EXPECT_EQ(r.id, "in.jsonl:7");
   EXPECT_EQ(r.max_tokens, 16);
   EXPECT_DOUBLE_EQ(r.temperature, 1.0);
@@ -60,13 +61,13 @@ TEST(RequestLineTest, DefaultsAndDefaultId) {
 }
 
 TEST(RequestLineTest, LargestSeedAndTopKMinusOne) {
-  const auto& r = ok(parse(R"({"prompt_token_ids": [1], "seed": 18446744073709551615, "top_k": -1})"));
+  const RequestLine r = ok(parse(R"({"prompt_token_ids": [1], "seed": 18446744073709551615, "top_k": -1})"));
   EXPECT_EQ(*r.seed, UINT64_MAX);
   EXPECT_EQ(r.top_k, 0);
 }
 
 TEST(RequestLineTest, OpenAiBatchForm) {
-  const auto& r = ok(parse(R"({"custom_id": "req-9", "method": "POST", "url": "/v1/completions",
+  const RequestLine r = ok(parse(R"({"custom_id": "req-9", "method": "POST", "url": "/v1/completions",
       "body": {"model": "x", "prompt": [3, 4], "max_tokens": 5, "temperature": 0}})"));
   EXPECT_EQ(r.id, "req-9");
   EXPECT_EQ(r.prompt_token_ids, (std::vector<int32_t>{3, 4}));
