@@ -22,6 +22,8 @@ stage() {  # stage NAME SECONDS COMMAND...
   [ $rc -eq 0 ] || failed=$((failed + 1))
 }
 python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee "$OUT/torch.txt"
+tlib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
+echo "simdjson/zstd symbols exported by LibTorch: $(nm -D --defined-only "$tlib"/libtorch_cpu.so 2>/dev/null | grep -ci simdjson) / $(nm -D --defined-only "$tlib"/libtorch_cpu.so 2>/dev/null | grep -c ' ZSTD_')" | tee -a "$OUT/torch.txt"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 for s in "$@"; do
   case $s in
@@ -36,8 +38,8 @@ for s in "$@"; do
     sampler)
       stage sampler 120 "$build/bin/sampler_bench --device cuda" ;;
     bench)
-      stage bench_tiny 200 "$build/bin/deepinfer bench --model random:configs/models/tiny.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_tiny.json --prompts-out $OUT/prompts_tiny.jsonl"
-      stage bench_slice 300 "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_slice.json" ;;
+      stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model random:configs/models/tiny.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_tiny.json --prompts-out $OUT/prompts_tiny.jsonl"
+      stage bench_slice ${DEEPINFER_BENCH_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_slice.json" ;;
     peer)
       stage peer_init 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output /tmp/peer_tiny --seed 0"
       stage peer 300 "python3 tests/reference/hf_generate_peer.py --checkpoint /tmp/peer_tiny --prompts $OUT/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size 16 --json $OUT/peer_tiny.json" ;;
