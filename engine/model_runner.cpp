@@ -152,4 +152,13 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   return step;
 }
 
+void ModelRunner::execute_dummy() {
+  model::BatchInput input;
+  input.tokens.push_back({0});
+  input.start_positions.push_back(0);
+  input.block_tables.push_back({0});
+  input.state_slots.push_back(0);
+  model_.forward(model::ForwardBatch::build(input, options_.device), cache_);
+}
+
 }  // namespace deepinfer::engine

@@ -31,6 +31,9 @@ class ModelRunner final : public StepExecutor {
   ModelRunner(const model::ModelWeights& weights, model::ExpertCommunicator& comm, Options options);
 
   std::unique_ptr<PendingStep> execute(const SchedulerOutput& out) override;
+  // One token at position 0 on padding block 0 / slot 0, nothing sampled; leaves the
+  // previous step's sampled tokens (pending decode inputs) untouched.
+  void execute_dummy() override;
 
   const model::ModelConfig& config() const { return model_.config(); }
 

@@ -37,6 +37,10 @@ class StepExecutor {
   virtual ~StepExecutor() = default;
   // Launches step out.step. Idle steps (no sequences) need not be passed in.
   virtual std::unique_ptr<PendingStep> execute(const SchedulerOutput& out) = 0;
+  // Lockstep (multi-rank jobs): a step in which this rank has nothing scheduled still joins
+  // every collective of the other ranks' step, through a throwaway forward whose result is
+  // discarded. Executors without collectives do nothing.
+  virtual void execute_dummy() {}
 };
 
 }  // namespace deepinfer::engine

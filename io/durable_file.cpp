@@ -1,6 +1,8 @@
 #include "io/durable_file.h"
 
 #include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -83,6 +85,13 @@ std::string read_file(const std::string& path) {
   buffer << in.rdbuf();
   if (in.bad()) throw std::runtime_error("cannot read " + path);
   return buffer.str();
+}
+
+bool remove_tree(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;
+  const auto remove_one = [](const char* entry, const struct stat*, int, struct FTW*) -> int { return ::remove(entry); };
+  return ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS) == 0;
 }
 
 }  // namespace deepinfer::io

@@ -33,4 +33,10 @@ class DurableFile final {
 void write_file_atomically(const std::string& path, const std::string& contents);
 std::string read_file(const std::string& path);  // throws naming the path
 
+// Removes a file or a whole directory tree (POSIX nftw). Used instead of
+// std::filesystem::remove_all: PyTorch wheels export their own copy of libstdc++'s
+// std::filesystem symbols (pytorch/pytorch#133437), and a program linked with LibTorch then
+// crashes inside remove_all. Returns false if something could not be removed.
+bool remove_tree(const std::string& path);
+
 }  // namespace deepinfer::io

@@ -1,5 +1,6 @@
 #include "launch/args.h"
 
+#include <iterator>
 #include <stdexcept>
 
 namespace deepinfer::launch {
@@ -33,15 +34,15 @@ Args::Args(int argc, char** argv, int first, std::set<std::string> value_options
   }
 }
 
+// A single-valued option given twice takes its last value, as in most command-line tools.
 std::string Args::get(const std::string& name) const {
-  auto it = values_.find(name);
-  if (it == values_.end()) throw std::invalid_argument("missing required option --" + name);
-  return it->second;
+  auto [begin, end] = values_.equal_range(name);
+  if (begin == end) throw std::invalid_argument("missing required option --" + name);
+  return std::prev(end)->second;
 }
 
 std::string Args::get_or(const std::string& name, const std::string& fallback) const {
-  auto it = values_.find(name);
-  return it == values_.end() ? fallback : it->second;
+  return has(name) ? get(name) : fallback;
 }
 
 int64_t Args::get_int(const std::string& name, int64_t fallback) const {

@@ -89,9 +89,9 @@ int bench_command(int argc, char** argv) {
   const pipeline::JobOutcome outcome = run("timed", num_prompts, output_len);
   if (args.has("prompts-out")) std::filesystem::copy_file(dir / "timed.jsonl", args.get("prompts-out"),
                                                           std::filesystem::copy_options::overwrite_existing);
-  std::error_code ignored;
-  std::filesystem::remove_all(dir, ignored);
+  io::remove_tree(dir.string());
 
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
   const double s = std::max(outcome.elapsed_s, 1e-9);
   const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
   std::printf("model: %s | hardware: %s | dtype: %s\n", spec.c_str(), hardware_description(device).c_str(),

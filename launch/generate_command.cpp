@@ -10,9 +10,11 @@
 #include "io/json_writer.h"
 #include "launch/commands.h"
 #include "launch/job_setup.h"
+#include "launch/mpi_session.h"
 #include "model/checkpoint_writer.h"
 #include "model/expert_parallel.h"
 #include "pipeline/manifest.h"
+#include "pipeline/mpi_communicator.h"
 
 namespace deepinfer::launch {
 namespace {
@@ -28,28 +30,35 @@ void print_progress(const std::string& line) { std::fprintf(stderr, "%s\n", line
 
 struct Running {
   pipeline::ModelSource model;
-  model::SingleRankCommunicator comm;
+  std::unique_ptr<model::ExpertCommunicator> comm;
   std::unique_ptr<engine::ModelRunner> runner;
 };
 
 std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::JobConfig& config, at::Device device,
-                                     at::ScalarType dtype) {
+                                     at::ScalarType dtype, const MpiSession& mpi) {
   auto running = std::make_unique<Running>();
-  std::fprintf(stderr, "loading %s on %s (%s)...\n", spec.c_str(), hardware_description(device).c_str(),
-               dtype == at::kBFloat16 ? "bfloat16" : "float32");
-  running->model = pipeline::load_model_source(spec, dtype, device, config.seed);
+  std::fprintf(stderr, "[rank %d/%d] loading %s on %s (%s)...\n", mpi.rank(), mpi.world_size(), spec.c_str(),
+               hardware_description(device).c_str(), dtype == at::kBFloat16 ? "bfloat16" : "float32");
+  if (mpi.world_size() > 1) {
+    TORCH_CHECK(device.is_cpu(), "multi-rank runs need --device cpu for now (the NCCL backend is not built yet)");
+    running->comm = std::make_unique<pipeline::MpiCommunicator>();
+  } else {
+    running->comm = std::make_unique<model::SingleRankCommunicator>();
+  }
+  running->model = pipeline::load_model_source(spec, dtype, device, config.seed, mpi.rank(), mpi.world_size());
   running->runner = std::make_unique<engine::ModelRunner>(
-      *running->model.weights, running->comm,
+      *running->model.weights, *running->comm,
       engine::ModelRunner::Options{.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
                                    .device = device, .model = {}});
   return running;
 }
 
-}  // namespace
-
-int generate_command(int argc, char** argv) {
+int run_generate(int argc, char** argv, const MpiSession& mpi) {
   auto value_options = job_value_options();
   value_options.insert({"model", "input", "output"});
+  // Installed first: a signal during model loading must also leave a resumable directory.
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
   Args args(argc, argv, 2, value_options, {"resume", "no-overlap"});
   if (!args.positionals().empty()) throw std::invalid_argument("unexpected argument '" + args.positionals()[0] + "'");
   const auto config = job_config_from(args);
@@ -59,16 +68,23 @@ int generate_command(int argc, char** argv) {
   const at::Device device = resolve_device(config.device);
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 
-  auto running = start_model(args.get("model"), config, device, dtype);
+  auto running = start_model(args.get("model"), config, device, dtype, mpi);
   pipeline::JobOptions job = job_options_for(config, running->model.weights->config());
   job.inputs = inputs;
   job.output_dir = output;
   job.resume = args.flag("resume");
-  job.job_json = job_fingerprint(config, running->model.fingerprint_json, inputs, device, dtype, /*world_size=*/1);
+  job.job_json = job_fingerprint(config, running->model.fingerprint_json, inputs, device, dtype, mpi.world_size());
+  job.rank = mpi.rank();
+  job.world_size = mpi.world_size();
+  if (mpi.world_size() > 1) {
+    job.lockstep = [fail = injected_failure_rank() == mpi.rank(), calls = 0](pipeline::LockstepFlags mine) mutable {
+      if (fail && ++calls == 3) throw std::runtime_error("injected failure (DEEPINFER_FAIL_RANK) at step 3");
+      const auto all = pipeline::mpi_any_rank({mine.busy, mine.stop});
+      return pipeline::LockstepFlags{.busy = all[0], .stop = all[1]};
+    };
+  }
   job.stop_requested = &g_stop_requested;
   job.progress = print_progress;
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
 
   const pipeline::JobOutcome outcome = pipeline::run_generate_job(job, *running->runner);
   if (outcome.interrupted) {
@@ -76,11 +92,29 @@ int generate_command(int argc, char** argv) {
                  output.c_str());
     return 130;
   }
-  pipeline::write_manifest(output, job.job_json, 1);
-  const std::string throughput = pipeline::write_summary(output, {outcome}, hardware_description(device));
+  // A collective: rank 0 returns from it only after every rank closed its results file.
+  const auto outcomes = mpi.gather_outcomes(outcome);
+  if (mpi.rank() != 0) return 0;
+  pipeline::write_manifest(output, job.job_json, mpi.world_size());
+  const std::string throughput = pipeline::write_summary(output, outcomes, hardware_description(device));
   std::printf("%s\n", throughput.c_str());
-  std::printf("done: %ld records in %s\n", long(outcome.records), output.c_str());
+  int64_t records = 0;
+  for (const auto& o : outcomes) records += o.records;
+  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(),
+              mpi.world_size() > 1 ? "s" : "");
   return 0;
+}
+
+}  // namespace
+
+int generate_command(int argc, char** argv) {
+  MpiSession mpi;
+  if (mpi.world_size() == 1) return run_generate(argc, argv, mpi);
+  try {
+    return run_generate(argc, argv, mpi);
+  } catch (const std::exception& error) {
+    mpi.abort_job(error.what());
+  }
 }
 
 int init_model_command(int argc, char** argv) {

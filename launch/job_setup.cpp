@@ -73,7 +73,7 @@ std::string job_fingerprint(const pipeline::JobConfig& config, const std::string
   w.key("max_num_batched_tokens").value(config.max_num_batched_tokens).key("num_blocks").value(config.num_blocks);
   w.key("max_model_len").value(config.max_model_len).key("overlap").value(config.overlap);
   w.key("device").value(device.is_cuda() ? "cuda" : "cpu").key("dtype").value(dtype == at::kBFloat16 ? "bfloat16" : "float32");
-  w.key("world_size").value(world_size).key("sharding").value("round-robin");
+  w.key("world_size").value(world_size).key("sharding").value(pipeline::kShardingName);
   w.end_object();
   return w.take();
 }

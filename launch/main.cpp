@@ -24,6 +24,8 @@ constexpr const char* kUsage =
     "                    write a deterministic random checkpoint\n"
     "  verify A B        compare the deterministic files of two output directories\n"
     "                    (exit 0 identical, 1 different, 2 unreadable)\n"
+    "  cat DIR           print all results of a job directory as JSONL, in global input order\n"
+    "                    (merges the ranks' results files)\n"
     "  help              this text\n";
 
 }  // namespace

@@ -46,28 +46,18 @@ engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64
   return params;
 }
 
-// Non-blank lines of the inputs that this rank owns (for progress and ETA).
-int64_t count_owned_lines(const std::vector<std::string>& files, int rank, int world_size) {
-  int64_t index = 0, owned = 0;
-  std::vector<char> buffer(1 << 20);
-  for (const auto& path : files) {
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) throw std::runtime_error("cannot open input " + path);
-    bool blank = true;
-    auto end_line = [&] {
-      if (!blank) owned += owner_rank(index++, world_size) == rank;
-      blank = true;
-    };
-    for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0;) {
-      for (std::size_t i = 0; i < n; ++i) {
-        const char c = buffer[i];
-        if (c == '\n') end_line();
-        else if (c != ' ' && c != '\t' && c != '\r') blank = false;
-      }
-    }
-    end_line();
-    std::fclose(file);
+// Input items this rank owns (for progress and ETA): one parsing pass over the input.
+int64_t count_owned_lines(const std::vector<std::string>& files, int rank, int world_size, int64_t vocab_size) {
+  if (world_size == 1) {
+    int64_t lines = 0;
+    io::RequestReader reader(files, {.parse = {.vocab_size = vocab_size}});
+    for (io::RequestItem item; reader.next(&item);) ++lines;
+    return lines;
   }
+  OwnerRank owner(world_size);
+  int64_t owned = 0;
+  io::RequestReader reader(files, {.parse = {.vocab_size = vocab_size}});
+  for (io::RequestItem item; reader.next(&item);) owned += owner.next(sharding_tokens(item)) == rank;
   return owned;
 }
 
@@ -81,15 +71,42 @@ std::string format_duration(double seconds) {
 
 }  // namespace
 
-int owner_rank(int64_t index, int world_size) { return static_cast<int>(index % world_size); }
+OwnerRank::OwnerRank(int world_size) : load_(static_cast<std::size_t>(world_size), 0) {
+  if (world_size < 1) throw std::invalid_argument("OwnerRank: world size " + std::to_string(world_size));
+}
+
+int OwnerRank::peek() const {
+  return static_cast<int>(std::min_element(load_.begin(), load_.end()) - load_.begin());  // first minimum: lowest rank
+}
+
+int OwnerRank::next(int64_t prompt_tokens) {
+  const int rank = peek();
+  load_[static_cast<std::size_t>(rank)] += 1 + prompt_tokens;
+  return rank;
+}
+
+int64_t sharding_tokens(const io::RequestItem& item) {
+  const auto* request = std::get_if<io::RequestLine>(&item);
+  return request ? static_cast<int64_t>(request->prompt_token_ids.size()) : 0;
+}
 
 JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor) {
   const auto start = Clock::now();
   JobOutcome outcome;
   ResumeState resume = open_results(o.output_dir, o.rank, o.world_size, o.job_json, o.resume, {});
   outcome.records = resume.records_done;
-  if (resume.results_complete) return outcome;
-  const int64_t total = count_owned_lines(o.inputs, o.rank, o.world_size);
+  if (resume.results_complete) {
+    // Resumed with nothing left: in a multi-rank job this rank still joins every step.
+    while (o.lockstep) {
+      const LockstepFlags all = o.lockstep({.busy = false, .stop = o.stop_requested && o.stop_requested->load()});
+      if (all.stop) outcome.interrupted = true;
+      if (all.stop || !all.busy) break;
+      executor.execute_dummy();
+    }
+    return outcome;
+  }
+  const int64_t total = count_owned_lines(o.inputs, o.rank, o.world_size, o.vocab_size);
+  OwnerRank owner(o.world_size);
 
   OrderedOutput output(std::move(resume.writer), resume.records_done);
   io::RecordWriter metrics((std::filesystem::path(o.output_dir) / metrics_file_name(o.rank)).string(),
@@ -97,7 +114,7 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
   engine::Scheduler scheduler(o.scheduler);
   io::RequestReader reader(o.inputs, {.parse = {.vocab_size = o.vocab_size}});
   std::map<engine::SeqId, LiveRequest> live;
-  int64_t global_index = 0, local_index = 0;
+  int64_t local_index = 0;
   bool input_done = false, deadline_hit = false;
   double ttft_sum = 0, tpot_sum = 0;
   int64_t ttft_count = 0, tpot_count = 0;
@@ -107,7 +124,7 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
   // The next item of this rank's input, skipping what a resumed run already wrote.
   auto next_owned = [&](io::RequestItem* item, int64_t* index) {
     while (reader.next(item)) {
-      if (owner_rank(global_index++, o.world_size) != o.rank) continue;
+      if (owner.next(sharding_tokens(*item)) != o.rank) continue;
       *index = local_index++;
       if (*index >= resume.records_done) return true;
     }
@@ -181,7 +198,7 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
     metrics.append(w.str());
   };
 
-  StepLoop loop(scheduler, executor, o.overlap, on_processed);
+  StepLoop loop(scheduler, executor, o.overlap, on_processed, /*lockstep=*/static_cast<bool>(o.lockstep));
   auto last_progress = Clock::now();
   auto report = [&](bool final) {
     if (!o.progress || (!final && seconds_since(last_progress) < o.progress_interval_s)) return;
@@ -202,8 +219,8 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
   };
 
   for (;;) {
-    const bool stopping = o.stop_requested && o.stop_requested->load();
-    if (stopping) {
+    bool stopping = o.stop_requested && o.stop_requested->load();
+    if (stopping && !o.lockstep) {
       outcome.interrupted = true;
       break;
     }
@@ -219,14 +236,25 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
         } else {
           record.id = std::get<io::RequestLine>(item).id;
           record.input = std::get<io::RequestLine>(item).input;
+          record.num_prompt_tokens = static_cast<int32_t>(sharding_tokens(item));  // `cat` inverts the sharding by it
           record.finish_reason = "abort";
           record.error = "job deadline of " + std::to_string(*o.deadline_s) + " s reached before the request started";
         }
         write_record(index, record);
       }
     }
-    if (!deadline_hit) admit();
-    if (!scheduler.has_unfinished() && input_done) break;  // drain() below processes the step in flight
+    if (!deadline_hit && !stopping) admit();
+    const bool busy = scheduler.has_unfinished() || !input_done;
+    if (o.lockstep) {  // every rank takes the same branch: the flags are agreed
+      const LockstepFlags all = o.lockstep({.busy = busy, .stop = stopping});
+      if (all.stop) {
+        outcome.interrupted = true;
+        break;
+      }
+      if (!all.busy) break;
+    } else if (!busy) {
+      break;  // drain() below processes the step in flight
+    }
     loop.step();
     collect_finished();
     report(false);

@@ -18,6 +18,12 @@
 
 namespace deepinfer::pipeline {
 
+// What the ranks of a multi-rank job agree on once per step (logical OR over ranks).
+struct LockstepFlags {
+  bool busy = false;  // this rank has unfinished requests or unread input
+  bool stop = false;  // this rank saw SIGINT/SIGTERM
+};
+
 struct JobOptions {
   std::vector<std::string> inputs;
   std::string output_dir;
@@ -27,6 +33,10 @@ struct JobOptions {
   bool overlap = true;                   // zero-overhead scheduling (process N-1 during N)
   int rank = 0;
   int world_size = 1;
+  // Multi-rank: ORs the flags over all ranks (a collective, once per loop iteration). When
+  // set, every rank runs one forward per step (a dummy one when idle) and the loop ends when
+  // no rank is busy; null for one rank.
+  std::function<LockstepFlags(LockstepFlags)> lockstep;
   bool resume = false;
   std::string job_json;                  // fingerprint of everything that decides the results
   std::optional<double> deadline_s;      // from the start of the run: then cancel what is left
@@ -49,8 +59,22 @@ struct JobOutcome {
   std::vector<std::string> finish_reasons;  // counts as "reason=N"
 };
 
-// Which rank owns the global input item `index` (interim: round robin).
-int owner_rank(int64_t index, int world_size);
+// Which rank owns each input item, in global input order (every rank reads every line and
+// makes the same decisions): the item goes to the rank with the smallest load so far (ties:
+// the lowest rank), then that rank's load grows by 1 + the item's prompt tokens (0 for a line
+// that is an error). Streaming, the same on every rerun, recorded as "sharding":
+// kShardingName in job.json. `deepinfer cat` inverts it from the records' num_prompt_tokens.
+inline constexpr const char* kShardingName = "balanced-by-prompt-tokens";
+class OwnerRank final {
+ public:
+  explicit OwnerRank(int world_size);
+  int peek() const;                 // owner of the next item (it does not depend on the item)
+  int next(int64_t prompt_tokens);  // owner of the next item, which then counts as assigned
+ private:
+  std::vector<int64_t> load_;
+};
+// The prompt tokens that sharding counts for an input item.
+int64_t sharding_tokens(const io::RequestItem& item);
 
 JobOutcome run_generate_job(const JobOptions& options, engine::StepExecutor& executor);
 

@@ -29,7 +29,8 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   const std::string results = (dir / results_file_name(rank, world_size)).string();
   ResumeState state;
   if (!resume) {
-    if (fs::exists(job_path) || fs::exists(results) || fs::exists(results + ".partial"))
+    // Only rank 0 looks at job.json: it writes it, possibly before another rank gets here.
+    if ((rank == 0 && fs::exists(job_path)) || fs::exists(results) || fs::exists(results + ".partial"))
       throw std::invalid_argument("output directory " + out_dir + " already holds a job; pass --resume to continue it, or choose another --output");
     fs::create_directories(dir);
     if (rank == 0) io::write_file_atomically(job_path.string(), job_json + "\n");

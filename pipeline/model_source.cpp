@@ -6,14 +6,20 @@
 #include "io/json_writer.h"
 #include "io/sha256.h"
 #include "model/checkpoint_loader.h"
+#include "model/expert_parallel.h"
 #include "model/model_config.h"
 #include "model/random_weights.h"
 #include "pipeline/manifest.h"
 
 namespace deepinfer::pipeline {
 
-ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed) {
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
+                              int rank, int world_size) {
   ModelSource source;
+  auto experts_of = [&](const model::ModelConfig& config) -> std::optional<model::ExpertRange> {
+    if (world_size <= 1) return std::nullopt;
+    return model::expert_range_for_rank(config.n_routed_experts, rank, world_size);
+  };
   io::JsonWriter w;
   if (spec.rfind("random:", 0) == 0) {
     const std::string config_path = spec.substr(7);
@@ -21,13 +27,14 @@ ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at:
     const model::ModelConfig config = model::parse_model_config(config_text, config_path);
     model::WeightFormat format;
     format.dense_dtype = dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32;
-    source.weights = std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device));
+    source.weights = std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device, experts_of(config)));
     w.begin_object().key("source").value("random").key("config_sha256").value(io::sha256_hex(config_text));
     w.key("seed").value(random_seed).end_object();
   } else {
     model::LoadOptions options;
     options.dtype = dtype;
     options.device = device;
+    options.experts = experts_of(model::load_model_config(spec));
     source.weights = std::make_unique<model::ModelWeights>(model::load_checkpoint(spec, options));
     w.begin_object().key("source").value("checkpoint").key("checkpoint").raw(checkpoint_fingerprint(spec)).end_object();
   }

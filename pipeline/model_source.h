@@ -18,7 +18,9 @@ struct ModelSource {
   std::string fingerprint_json;  // {"source": ..., "config_sha256": ..., "checkpoint": ...} or the random spec
 };
 
-// spec: a folder with config.json + safetensors, or "random:PATH/TO/config.json".
-ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed);
+// spec: a folder with config.json + safetensors, or "random:PATH/TO/config.json". With
+// world_size > 1 only the routed experts of expert_range_for_rank(rank) are built or read.
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
+                              int rank = 0, int world_size = 1);
 
 }  // namespace deepinfer::pipeline

@@ -12,8 +12,9 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 
 }  // namespace
 
-StepLoop::StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed)
-    : scheduler_(scheduler), executor_(executor), overlap_(overlap), on_processed_(std::move(on_processed)) {}
+StepLoop::StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed,
+                   bool lockstep)
+    : scheduler_(scheduler), executor_(executor), overlap_(overlap), lockstep_(lockstep), on_processed_(std::move(on_processed)) {}
 
 const engine::SchedulerOutput& StepLoop::step() {
   auto start = std::chrono::steady_clock::now();
@@ -25,6 +26,7 @@ const engine::SchedulerOutput& StepLoop::step() {
                                 .num_batched_tokens = last_output_.num_batched_tokens,
                                 .schedule_ms = elapsed_ms(start)};
   if (!last_output_.empty()) launched->pending = executor_.execute(last_output_);  // execute(N)
+  else if (lockstep_) executor_.execute_dummy();                               // join the other ranks' step N
   if (in_flight_) process(*in_flight_);                                        // process(N-1)
   in_flight_ = std::move(launched);
   if (!overlap_) drain();

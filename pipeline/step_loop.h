@@ -29,7 +29,10 @@ class StepLoop final {
   using OnProcessed = std::function<void(const engine::ExecutedStep&, const std::vector<engine::CommittedToken>&,
                                          const StepTiming&)>;
 
-  StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed);
+  // lockstep: an idle step runs executor.execute_dummy(), so every rank of a multi-rank job
+  // makes one forward per step.
+  StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed,
+           bool lockstep = false);
 
   // One iteration: schedule and launch a step, then process the previous one (or, without
   // overlap, this one). Returns the output scheduled.
@@ -48,6 +51,7 @@ class StepLoop final {
   engine::Scheduler& scheduler_;
   engine::StepExecutor& executor_;
   bool overlap_;
+  bool lockstep_;
   OnProcessed on_processed_;
   std::unique_ptr<InFlight> in_flight_;
   engine::SchedulerOutput last_output_;

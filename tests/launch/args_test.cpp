@@ -19,6 +19,7 @@ TEST(ArgsTest, ValuesFlagsRepeatsAndPositionals) {
   EXPECT_EQ(args.positionals(), (std::vector<std::string>{"pos"}));
   EXPECT_EQ(args.get_uint64("seed", 0), UINT64_MAX);
   EXPECT_EQ(args.get_int("n", 5), 5);
+  EXPECT_EQ(args.get("input"), "b") << "a repeated single-valued option takes its last value";
 }
 
 TEST(ArgsTest, ErrorsNameTheOption) {

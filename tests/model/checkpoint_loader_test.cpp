@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "io/durable_file.h"
+
 #include <string>
 
 #include "model/checkpoint_writer.h"
@@ -98,7 +100,7 @@ TEST(CheckpointLoaderTest, MissingTensorIsNamed) {
   for (const std::string name : {"layers.2.attn.indexer.wq_b.scale", "layers.3.ffn.gate.bias", "head.weight",
                                  "layers.4.ffn.experts.6.w2.weight"}) {
     const std::string bad = dir.sub("bad");
-    std::filesystem::remove_all(bad);
+    io::remove_tree(std::string(bad));
     testing::rewrite_checkpoint(dir.sub("good"), bad, [&](RawTensor& t) { t.drop = t.name == name; });
     const std::string error = load_error(bad);
     EXPECT_NE(error.find("missing tensor '" + name + "'"), std::string::npos) << error;

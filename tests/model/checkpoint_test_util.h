@@ -1,4 +1,5 @@
 #pragma once
+#include "io/durable_file.h"
 // Helpers for the checkpoint writer/loader tests: a small config with ragged quantization
 // blocks, temporary folders, bitwise weight comparison, and rewriting a checkpoint's tensors.
 
@@ -38,10 +39,10 @@ class TempDir final {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = std::filesystem::temp_directory_path() /
             ("deepinfer_" + tag + "_" + (info ? std::string(info->name()) : "x") + "_" + std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
+    io::remove_tree(std::string(path_));
     std::filesystem::create_directories(path_);
   }
-  ~TempDir() { std::filesystem::remove_all(path_); }
+  ~TempDir() { io::remove_tree(std::string(path_)); }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   std::string path() const { return path_.string(); }

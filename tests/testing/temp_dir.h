@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include "io/durable_file.h"
+
 namespace deepinfer::testing {
 
 class TempDir final {
@@ -16,8 +18,7 @@ class TempDir final {
     path_ = pattern;
   }
   ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
+    io::remove_tree(path_);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
