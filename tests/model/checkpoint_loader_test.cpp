@@ -17,7 +17,7 @@ namespace {
 
 using testing::RawTensor;
 using testing::small_config;
-using testing::TempDir;
+using deepinfer::testing::TempDir;
 
 const WeightFormat kF32{io::DType::kF32, false, false};
 const WeightFormat kFlash{io::DType::kBF16, true, true};  // V4-Flash layout: BF16, FP8 linears, FP4 experts
@@ -35,16 +35,16 @@ std::string load_error(const std::string& dir) {
 }
 
 TEST(CheckpointLoaderTest, WriteThenLoadIsBitwiseEqual) {
-  TempDir dir("roundtrip");
+  TempDir dir;
   const ModelConfig config = small_config();
   for (const WeightFormat& format : {kF32, kFlash, WeightFormat{io::DType::kBF16, false, false}}) {
     const std::string name = std::string(io::dtype_name(format.dense_dtype)) + (format.fp8_linears ? "_fp8" : "");
     SCOPED_TRACE(name);
     const at::ScalarType dtype = format.dense_dtype == io::DType::kF32 ? at::kFloat : at::kBFloat16;
     const ModelWeights weights = random_weights(config, format, /*seed=*/3, at::kCPU);
-    write_checkpoint(config, weights, format, dir.sub(name));
+    write_checkpoint(config, weights, format, dir.file(name));
     LoadReport report;
-    const ModelWeights loaded = load_checkpoint(dir.sub(name), LoadOptions{.dtype = dtype}, &report);
+    const ModelWeights loaded = load_checkpoint(dir.file(name), LoadOptions{.dtype = dtype}, &report);
     testing::expect_same_weights(loaded, weights);
     EXPECT_EQ(report.spelling, NameSpelling::kOfficial);
     EXPECT_EQ(report.ignored, 0);
@@ -54,7 +54,7 @@ TEST(CheckpointLoaderTest, WriteThenLoadIsBitwiseEqual) {
 }
 
 TEST(CheckpointLoaderTest, Fp8LinearsAreDequantizedAndFp4ExpertsStayPacked) {
-  TempDir dir("flash");
+  TempDir dir;
   const ModelConfig config = small_config();
   write_checkpoint(config, random_weights(config, kFlash, 1, at::kCPU), kFlash, dir.path());
   const io::Checkpoint checkpoint = io::Checkpoint::open(dir.path());
@@ -75,7 +75,7 @@ TEST(CheckpointLoaderTest, Fp8LinearsAreDequantizedAndFp4ExpertsStayPacked) {
 }
 
 TEST(CheckpointLoaderTest, ExpertRangeLoadsOnlyThoseExperts) {
-  TempDir dir("range");
+  TempDir dir;
   const ModelConfig config = small_config();
   const ModelWeights all = random_weights(config, kFlash, 8, at::kCPU);
   write_checkpoint(config, all, kFlash, dir.path());
@@ -94,58 +94,58 @@ TEST(CheckpointLoaderTest, ExpertRangeLoadsOnlyThoseExperts) {
 }
 
 TEST(CheckpointLoaderTest, MissingTensorIsNamed) {
-  TempDir dir("missing");
+  TempDir dir;
   const ModelConfig config = small_config();
-  write_checkpoint(config, random_weights(config, kFlash, 1, at::kCPU), kFlash, dir.sub("good"));
+  write_checkpoint(config, random_weights(config, kFlash, 1, at::kCPU), kFlash, dir.file("good"));
   for (const std::string name : {"layers.2.attn.indexer.wq_b.scale", "layers.3.ffn.gate.bias", "head.weight",
                                  "layers.4.ffn.experts.6.w2.weight"}) {
-    const std::string bad = dir.sub("bad");
+    const std::string bad = dir.file("bad");
     io::remove_tree(std::string(bad));
-    testing::rewrite_checkpoint(dir.sub("good"), bad, [&](RawTensor& t) { t.drop = t.name == name; });
+    testing::rewrite_checkpoint(dir.file("good"), bad, [&](RawTensor& t) { t.drop = t.name == name; });
     const std::string error = load_error(bad);
     EXPECT_NE(error.find("missing tensor '" + name + "'"), std::string::npos) << error;
   }
 }
 
 TEST(CheckpointLoaderTest, WrongShapeIsNamed) {
-  TempDir dir("shape");
+  TempDir dir;
   const ModelConfig config = small_config();
-  write_checkpoint(config, random_weights(config, kF32, 1, at::kCPU), kF32, dir.sub("good"));
-  testing::rewrite_checkpoint(dir.sub("good"), dir.sub("bad"), [](RawTensor& t) {
+  write_checkpoint(config, random_weights(config, kF32, 1, at::kCPU), kF32, dir.file("good"));
+  testing::rewrite_checkpoint(dir.file("good"), dir.file("bad"), [](RawTensor& t) {
     if (t.name != "layers.1.attn.wkv.weight") return;
     t.shape = {t.shape[1], t.shape[0]};  // [64, 96] stored transposed
   });
-  const std::string error = load_error(dir.sub("bad"));
+  const std::string error = load_error(dir.file("bad"));
   EXPECT_NE(error.find("tensor 'layers.1.attn.wkv.weight'"), std::string::npos) << error;
   EXPECT_NE(error.find("expected shape [64, 96], got [96, 64]"), std::string::npos) << error;
   EXPECT_NE(error.find("model.safetensors"), std::string::npos) << error;  // names the file
 }
 
 TEST(CheckpointLoaderTest, WrongDtypeIsNamed) {
-  TempDir dir("dtype");
+  TempDir dir;
   const ModelConfig config = small_config();
-  write_checkpoint(config, random_weights(config, kF32, 1, at::kCPU), kF32, dir.sub("good"));
-  testing::rewrite_checkpoint(dir.sub("good"), dir.sub("bad"), [](RawTensor& t) {
+  write_checkpoint(config, random_weights(config, kF32, 1, at::kCPU), kF32, dir.file("good"));
+  testing::rewrite_checkpoint(dir.file("good"), dir.file("bad"), [](RawTensor& t) {
     if (t.name != "layers.0.attn.attn_sink") return;
     t.dtype = io::DType::kI32;  // same byte count, wrong type
   });
-  const std::string error = load_error(dir.sub("bad"));
+  const std::string error = load_error(dir.file("bad"));
   EXPECT_NE(error.find("tensor 'layers.0.attn.attn_sink'"), std::string::npos) << error;
   EXPECT_NE(error.find("expected dtype F32, got I32"), std::string::npos) << error;
   // A dense tensor in a different dense dtype than the embedding is also wrong.
-  testing::rewrite_checkpoint(dir.sub("good"), dir.sub("bad2"), [](RawTensor& t) {
+  testing::rewrite_checkpoint(dir.file("good"), dir.file("bad2"), [](RawTensor& t) {
     if (t.name != "layers.3.attn_norm.weight") return;
     t.dtype = io::DType::kBF16;
     t.shape = {t.shape[0] * 2};
   });
-  const std::string error2 = load_error(dir.sub("bad2"));
+  const std::string error2 = load_error(dir.file("bad2"));
   EXPECT_NE(error2.find("tensor 'layers.3.attn_norm.weight'"), std::string::npos) << error2;
   EXPECT_NE(error2.find("expected dtype F32, got BF16"), std::string::npos) << error2;
   // tid2eid values must be expert ids.
-  testing::rewrite_checkpoint(dir.sub("good"), dir.sub("bad3"), [](RawTensor& t) {
+  testing::rewrite_checkpoint(dir.file("good"), dir.file("bad3"), [](RawTensor& t) {
     if (t.name == "layers.1.ffn.gate.tid2eid") reinterpret_cast<int64_t*>(t.bytes.data())[5] = 8;
   });
-  const std::string error3 = load_error(dir.sub("bad3"));
+  const std::string error3 = load_error(dir.file("bad3"));
   EXPECT_NE(error3.find("'layers.1.ffn.gate.tid2eid' holds expert ids in [0, 8], outside [0, 8)"), std::string::npos)
       << error3;
 }
@@ -163,29 +163,29 @@ std::string save_pretrained_name(const std::string& official) {
 }
 
 TEST(CheckpointLoaderTest, BothSpellingsLoadTheSameWeights) {
-  TempDir dir("spelling");
+  TempDir dir;
   const ModelConfig config = small_config();
   const ModelWeights weights = random_weights(config, kFlash, 6, at::kCPU);
-  write_checkpoint(config, weights, kFlash, dir.sub("official"));
+  write_checkpoint(config, weights, kFlash, dir.file("official"));
   const std::vector<std::byte> four(4);
   const std::vector<RawTensor> mtp = {{"mtp.0.enorm.weight", io::DType::kF32, {1}, four},
                                       {"mtp.0.ffn.experts.0.w1.weight", io::DType::kF32, {1}, four}};
-  testing::rewrite_checkpoint(dir.sub("official"), dir.sub("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); },
+  testing::rewrite_checkpoint(dir.file("official"), dir.file("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); },
                               mtp);
-  const io::Checkpoint hf = io::Checkpoint::open(dir.sub("hf"));
+  const io::Checkpoint hf = io::Checkpoint::open(dir.file("hf"));
   ASSERT_NE(hf.find("model.layers.2.attn.norm.weight"), nullptr);
   ASSERT_NE(hf.find("model.hc_head.hc_fn"), nullptr);
   ASSERT_EQ(hf.find("layers.2.attn.kv_norm.weight"), nullptr);
   LoadReport report;
-  const ModelWeights loaded = load_checkpoint(dir.sub("hf"), LoadOptions{.dtype = at::kBFloat16}, &report);
+  const ModelWeights loaded = load_checkpoint(dir.file("hf"), LoadOptions{.dtype = at::kBFloat16}, &report);
   EXPECT_EQ(report.spelling, NameSpelling::kSavePretrained);
   EXPECT_EQ(report.ignored, 2);
   EXPECT_EQ(report.ignored_examples, (std::vector<std::string>{"mtp.0.enorm.weight", "mtp.0.ffn.experts.0.w1.weight"}));
   testing::expect_same_weights(loaded, weights);
   // A missing tensor in this spelling is reported under its official name and what was tried.
-  testing::rewrite_checkpoint(dir.sub("hf"), dir.sub("hf_bad"),
+  testing::rewrite_checkpoint(dir.file("hf"), dir.file("hf_bad"),
                               [](RawTensor& t) { t.drop = t.name == "model.layers.4.attn.norm.weight"; });
-  const std::string error = load_error(dir.sub("hf_bad"));
+  const std::string error = load_error(dir.file("hf_bad"));
   EXPECT_NE(error.find("missing tensor 'layers.4.attn.kv_norm.weight' (looked for 'model.layers.4.attn.norm.weight', "
                        "'model.layers.4.attn.kv_norm.weight')"),
             std::string::npos)
@@ -193,22 +193,22 @@ TEST(CheckpointLoaderTest, BothSpellingsLoadTheSameWeights) {
 }
 
 TEST(CheckpointLoaderTest, TensorStoredTwiceOrNoEmbeddingIsAnError) {
-  TempDir dir("twice");
+  TempDir dir;
   const ModelConfig config = small_config();
-  write_checkpoint(config, random_weights(config, kF32, 6, at::kCPU), kF32, dir.sub("official"));
-  testing::rewrite_checkpoint(dir.sub("official"), dir.sub("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); },
+  write_checkpoint(config, random_weights(config, kF32, 6, at::kCPU), kF32, dir.file("official"));
+  testing::rewrite_checkpoint(dir.file("official"), dir.file("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); },
                               {{"lm_head.weight", io::DType::kF32, {1}, std::vector<std::byte>(4)}});
-  std::string error = load_error(dir.sub("hf"));
+  std::string error = load_error(dir.file("hf"));
   EXPECT_NE(error.find("tensor 'head.weight' is stored twice, as 'head.weight' and as 'lm_head.weight'"), std::string::npos)
       << error;
-  testing::rewrite_checkpoint(dir.sub("official"), dir.sub("noembed"), [](RawTensor& t) { t.drop = t.name == "embed.weight"; });
-  error = load_error(dir.sub("noembed"));
+  testing::rewrite_checkpoint(dir.file("official"), dir.file("noembed"), [](RawTensor& t) { t.drop = t.name == "embed.weight"; });
+  error = load_error(dir.file("noembed"));
   EXPECT_NE(error.find("missing tensor 'embed.weight'"), std::string::npos) << error;
 }
 
 TEST(CheckpointLoaderTest, LoadsOntoCuda) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: CPU loading is covered by the other tests";
-  TempDir dir("cuda");
+  TempDir dir;
   const ModelConfig config = small_config();
   const ModelWeights weights = random_weights(config, kFlash, 2, at::kCPU);
   write_checkpoint(config, weights, kFlash, dir.path());

@@ -1,5 +1,4 @@
 #pragma once
-#include "io/durable_file.h"
 // Helpers for the checkpoint writer/loader tests: a small config with ragged quantization
 // blocks, temporary folders, bitwise weight comparison, and rewriting a checkpoint's tensors.
 
@@ -14,6 +13,7 @@
 #include <string>
 
 #include "io/safetensors.h"
+#include "tests/testing/temp_dir.h"
 #include "model/model_config.h"
 #include "model/weights.h"
 
@@ -31,26 +31,6 @@ inline ModelConfig small_config() {
   c.validate();
   return c;
 }
-
-// A fresh empty folder under the system temp dir, removed at scope exit.
-class TempDir final {
- public:
-  explicit TempDir(const std::string& tag) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("deepinfer_" + tag + "_" + (info ? std::string(info->name()) : "x") + "_" + std::to_string(::getpid()));
-    io::remove_tree(std::string(path_));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { io::remove_tree(std::string(path_)); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string path() const { return path_.string(); }
-  std::string sub(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Same names, dtypes and bytes.
 inline void expect_same_weights(const ModelWeights& a, const ModelWeights& b) {

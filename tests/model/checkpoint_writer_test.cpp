@@ -18,10 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::small_config;
-using testing::TempDir;
+using deepinfer::testing::TempDir;
 
 std::string write_config(const TempDir& dir, const ModelConfig& config) {
-  const std::string path = dir.sub("input_config.json");
+  const std::string path = dir.file("input_config.json");
   io::write_file_atomically(path, config_json(config, WeightFormat{}));
   return path;
 }
@@ -69,34 +69,34 @@ std::map<std::string, std::string> read_all(const std::string& dir) {
 }
 
 TEST(CheckpointWriterTest, InitModelIsDeterministicForASeed) {
-  TempDir dir("init");
+  TempDir dir;
   const std::string config_path = write_config(dir, small_config());
-  InitModelOptions options{.config_path = config_path, .output_dir = dir.sub("a"), .seed = 5, .experts_fp4 = true,
+  InitModelOptions options{.config_path = config_path, .output_dir = dir.file("a"), .seed = 5, .experts_fp4 = true,
                            .fp8_linears = true};
   init_model(options);
-  options.output_dir = dir.sub("b");
+  options.output_dir = dir.file("b");
   init_model(options);
-  options.output_dir = dir.sub("c");
+  options.output_dir = dir.file("c");
   options.seed = 6;
   init_model(options);
-  const auto a = read_all(dir.sub("a")), b = read_all(dir.sub("b")), c = read_all(dir.sub("c"));
+  const auto a = read_all(dir.file("a")), b = read_all(dir.file("b")), c = read_all(dir.file("c"));
   ASSERT_EQ(a.size(), 2u);  // config.json + model.safetensors
   EXPECT_EQ(a, b);
   EXPECT_EQ(a.at("config.json"), c.at("config.json"));
   EXPECT_NE(a.at("model.safetensors"), c.at("model.safetensors"));
   // Writing into a folder that already holds a checkpoint is refused.
-  options.output_dir = dir.sub("a");
+  options.output_dir = dir.file("a");
   EXPECT_THROW(init_model(options), c10::Error);
 }
 
 TEST(CheckpointWriterTest, InitModelLoadsBackAsRandomWeights) {
-  TempDir dir("init_load");
+  TempDir dir;
   const ModelConfig config = small_config();
   const std::string config_path = write_config(dir, config);
   for (const WeightFormat format : {WeightFormat{io::DType::kF32, false, false}, WeightFormat{io::DType::kBF16, true, true}}) {
     SCOPED_TRACE(std::string(io::dtype_name(format.dense_dtype)) + (format.fp8_linears ? " fp8" : "") +
                  (format.fp4_experts ? " fp4" : ""));
-    const std::string out = dir.sub(std::string(io::dtype_name(format.dense_dtype)));
+    const std::string out = dir.file(std::string(io::dtype_name(format.dense_dtype)));
     init_model(InitModelOptions{.config_path = config_path, .output_dir = out, .seed = 9, .experts_fp4 = format.fp4_experts,
                                 .fp8_linears = format.fp8_linears, .dense_dtype = format.dense_dtype});
     const at::ScalarType dtype = format.dense_dtype == io::DType::kF32 ? at::kFloat : at::kBFloat16;
@@ -111,42 +111,42 @@ TEST(CheckpointWriterTest, InitModelLoadsBackAsRandomWeights) {
 }
 
 TEST(CheckpointWriterTest, ShardsWithAnIndexLoadLikeOneFile) {
-  TempDir dir("shards");
+  TempDir dir;
   const ModelConfig config = small_config();
   const WeightFormat format{io::DType::kF32, false, true};
   const ModelWeights weights = random_weights(config, format, /*seed=*/2, at::kCPU);
-  write_checkpoint(config, weights, format, dir.sub("one"));
-  write_checkpoint(config, weights, format, dir.sub("many"), WriteOptions{.max_shard_bytes = 200 << 10});
-  const auto files = read_all(dir.sub("many"));
+  write_checkpoint(config, weights, format, dir.file("one"));
+  write_checkpoint(config, weights, format, dir.file("many"), WriteOptions{.max_shard_bytes = 200 << 10});
+  const auto files = read_all(dir.file("many"));
   ASSERT_TRUE(files.count("model.safetensors.index.json"));
   int64_t shards = 0;
   for (const auto& [name, _] : files) shards += name.ends_with(".safetensors");
   EXPECT_GT(shards, 3);
   EXPECT_TRUE(files.count("model-00001-of-" + std::string(5 - std::to_string(shards).size(), '0') + std::to_string(shards) +
                           ".safetensors"));
-  const io::Checkpoint one = io::Checkpoint::open(dir.sub("one")), many = io::Checkpoint::open(dir.sub("many"));
+  const io::Checkpoint one = io::Checkpoint::open(dir.file("one")), many = io::Checkpoint::open(dir.file("many"));
   EXPECT_EQ(one.names(), many.names());
-  testing::expect_same_weights(load_checkpoint(dir.sub("many"), LoadOptions{}), load_checkpoint(dir.sub("one"), LoadOptions{}));
+  testing::expect_same_weights(load_checkpoint(dir.file("many"), LoadOptions{}), load_checkpoint(dir.file("one"), LoadOptions{}));
 }
 
 TEST(CheckpointWriterTest, WriteConvertsBetweenFormats) {
   // In-memory dense experts written as FP4 come back as their FP4 rounding; FP4 written dense
   // comes back dequantized.
-  TempDir dir("convert");
+  TempDir dir;
   const ModelConfig config = small_config();
   const ModelWeights dense = random_weights(config, WeightFormat{io::DType::kF32, false, false}, 4, at::kCPU);
-  write_checkpoint(config, dense, WeightFormat{io::DType::kF32, false, true}, dir.sub("fp4"));
-  const ModelWeights packed = load_checkpoint(dir.sub("fp4"), LoadOptions{});
+  write_checkpoint(config, dense, WeightFormat{io::DType::kF32, false, true}, dir.file("fp4"));
+  const ModelWeights packed = load_checkpoint(dir.file("fp4"), LoadOptions{});
   ASSERT_TRUE(packed.expert_packed(3, 1));
   const at::Tensor w2 = dense.expert_matrix(3, 1, "w2");
   EXPECT_LT((packed.expert_matrix(3, 1, "w2") - w2).abs().max().item<float>(), 0.25 * w2.abs().max().item<float>());
-  write_checkpoint(config, packed, WeightFormat{io::DType::kF32, false, false}, dir.sub("dense"));
-  const ModelWeights unpacked = load_checkpoint(dir.sub("dense"), LoadOptions{});
+  write_checkpoint(config, packed, WeightFormat{io::DType::kF32, false, false}, dir.file("dense"));
+  const ModelWeights unpacked = load_checkpoint(dir.file("dense"), LoadOptions{});
   EXPECT_FALSE(unpacked.expert_packed(3, 1));
   EXPECT_TRUE(at::equal(unpacked.expert_matrix(3, 1, "w2"), packed.expert_matrix(3, 1, "w2")));
   // A partial (expert-parallel) weight set cannot be written as a checkpoint.
   const ModelWeights part = random_weights(config, WeightFormat{}, 4, at::kCPU, ExpertRange{0, 4});
-  EXPECT_THROW(write_checkpoint(config, part, WeightFormat{}, dir.sub("part")), c10::Error);
+  EXPECT_THROW(write_checkpoint(config, part, WeightFormat{}, dir.file("part")), c10::Error);
 }
 
 }  // namespace
