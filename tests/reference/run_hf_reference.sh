@@ -9,7 +9,8 @@
 # Environment: PYTHON (default python3, needs torch + transformers >= 5.8), DEEPINFER_HF_CONFIG
 # (default configs/models/tiny.json), DEEPINFER_HF_DEVICE (cuda or cpu for both sides; default
 # cuda), DEEPINFER_HF_SEED (init-model seed, default 7). Exits non-zero on the first failure.
-set -euo pipefail
+set -uo pipefail  # every combination runs; the exit code counts the failed comparisons
+failures=0
 
 BUILD=${1:?usage: run_hf_reference.sh BUILD_DIR [WORK_DIR]}
 BUILD=$(cd "$BUILD" && pwd)
@@ -35,19 +36,26 @@ for experts in dense fp4; do
   flags=()
   [[ $experts == fp4 ]] && flags+=(--experts-fp4)
   echo "== init-model ($experts experts) -> $ckpt"
-  "$DEEPINFER" init-model --config "$CONFIG" --output "$ckpt" --seed "$SEED" ${flags[@]+"${flags[@]}"}
-  "$PYTHON" "$SRC/tests/reference/hf_reference.py" --checkpoint "$ckpt" --check-names
+  "$DEEPINFER" init-model --config "$CONFIG" --output "$ckpt" --seed "$SEED" ${flags[@]+"${flags[@]}"} || exit 1
+  "$PYTHON" "$SRC/tests/reference/hf_reference.py" --checkpoint "$ckpt" --check-names || exit 1
   for dtype in float32 bfloat16; do
     ref=$WORK/reference_${experts}_${dtype}.safetensors
     echo "== transformers $dtype ($experts experts) -> $ref"
     "$PYTHON" "$SRC/tests/reference/hf_reference.py" --checkpoint "$ckpt" --out "$ref" --dtype "$dtype" --device "$DEVICE" \
-      2>&1 | tee "$WORK/hf_${experts}_${dtype}.log"
+      2>&1 | tee "$WORK/hf_${experts}_${dtype}.log" || { failures=$((failures + 1)); continue; }
     echo "== ours vs transformers ($dtype, $experts experts)"
     if [[ $DEVICE == cpu ]]; then export DEEPINFER_HF_DEVICE=cpu; fi
     DEEPINFER_HF_REFERENCE=$ref DEEPINFER_HF_CHECKPOINT=$ckpt "$GTEST" --gtest_filter='HfReferenceTest.*' \
-      2>&1 | tee "$WORK/ours_${experts}_${dtype}.log"
+      2>&1 | tee "$WORK/ours_${experts}_${dtype}.log" || failures=$((failures + 1))
     summary+=("$experts/$dtype: $(grep -h 'max |ours - transformers|' "$WORK/ours_${experts}_${dtype}.log" | sed 's/.*max/max/' || true)")
+    if [[ $dtype == float32 ]]; then
+      echo "== ours in bfloat16 vs transformers in float32 ($experts experts)"
+      DEEPINFER_HF_OURS_DTYPE=bfloat16 DEEPINFER_HF_REFERENCE=$ref DEEPINFER_HF_CHECKPOINT=$ckpt "$GTEST" \
+        --gtest_filter='HfReferenceTest.*' 2>&1 | tee "$WORK/ours_bf16_vs_fp32_${experts}.log" || failures=$((failures + 1))
+      summary+=("$experts/ours-bf16-vs-hf-fp32: $(grep -h 'max |ours - transformers|' "$WORK/ours_bf16_vs_fp32_${experts}.log" | sed 's/.*max/max/' || true)")
+    fi
   done
 done
-echo "== summary"
+echo "== summary ($failures failed comparisons)"
 printf '%s\n' "${summary[@]}"
+exit $((failures > 0))
