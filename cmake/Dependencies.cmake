@@ -26,6 +26,18 @@ else()
   set(DEEPINFER_ZSTD PkgConfig::ZSTD)
 endif()
 
+# PCRE2 by header and library (not pkg-config), so that the copy that launch/gpu_deps.sh
+# unpacks under .deps/root on the GPU machine is found through CMAKE_PREFIX_PATH too.
+find_path(PCRE2_INCLUDE_DIR pcre2.h)
+find_library(PCRE2_LIBRARY NAMES pcre2-8)
+if(PCRE2_INCLUDE_DIR AND PCRE2_LIBRARY)
+  set(PCRE2_FOUND TRUE)
+  add_library(deepinfer_pcre2 INTERFACE)
+  target_include_directories(deepinfer_pcre2 INTERFACE ${PCRE2_INCLUDE_DIR})
+  target_link_libraries(deepinfer_pcre2 INTERFACE ${PCRE2_LIBRARY})
+endif()
+deepinfer_require(PCRE2_FOUND "PCRE2 (pcre2.h, libpcre2-8)" "libpcre2-dev")
+
 find_package(MPI COMPONENTS CXX QUIET)
 deepinfer_require(MPI_CXX_FOUND "Open MPI" "libopenmpi-dev openmpi-bin")
 

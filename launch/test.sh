@@ -8,7 +8,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 build=${DEEPINFER_BUILD_DIR:-build}
 
-packages=(cmake g++ make pkg-config libtorch-dev libsimdjson-dev libzstd-dev libopenmpi-dev openmpi-bin
+packages=(cmake g++ make pkg-config libtorch-dev libsimdjson-dev libzstd-dev libpcre2-dev libopenmpi-dev openmpi-bin
           googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev zstd)
 missing=()
 for p in "${packages[@]}"; do
