@@ -15,6 +15,7 @@
 #include "model/expert_parallel.h"
 #include "pipeline/manifest.h"
 #include "pipeline/mpi_communicator.h"
+#include "pipeline/nccl_communicator.h"
 
 namespace deepinfer::launch {
 namespace {
@@ -39,8 +40,9 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
   auto running = std::make_unique<Running>();
   std::fprintf(stderr, "[rank %d/%d] loading %s on %s (%s)...\n", mpi.rank(), mpi.world_size(), spec.c_str(),
                hardware_description(device).c_str(), dtype == at::kBFloat16 ? "bfloat16" : "float32");
-  if (mpi.world_size() > 1) {
-    TORCH_CHECK(device.is_cpu(), "multi-rank runs need --device cpu for now (the NCCL backend is not built yet)");
+  if (mpi.world_size() > 1 && device.is_cuda()) {
+    running->comm = pipeline::make_nccl_communicator(device);
+  } else if (mpi.world_size() > 1) {
     running->comm = std::make_unique<pipeline::MpiCommunicator>();
   } else {
     running->comm = std::make_unique<model::SingleRankCommunicator>();
@@ -65,7 +67,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   const auto inputs = args.all("input");
   if (inputs.empty()) throw std::invalid_argument("missing required option --input (may be repeated)");
   const std::string output = args.get("output");
-  const at::Device device = resolve_device(config.device);
+  const at::Device device = resolve_device(config.device, mpi.local_rank());
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 
   auto running = start_model(args.get("model"), config, device, dtype, mpi);

@@ -5,6 +5,7 @@
 
 #include "io/json_writer.h"
 #include "pipeline/manifest.h"
+#include "pipeline/nccl_communicator.h"
 
 namespace deepinfer::launch {
 
@@ -27,10 +28,12 @@ pipeline::JobConfig job_config_from(const Args& args) {
   return c;
 }
 
-at::Device resolve_device(const std::string& device) {
+at::Device resolve_device(const std::string& device, int local_rank) {
   if (device == "cuda" || (device == "auto" && at::hasCUDA())) {
     if (!at::hasCUDA()) throw std::invalid_argument("--device cuda: no CUDA device is visible");
-    return at::Device(at::kCUDA, 0);
+    const at::Device cuda(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % static_cast<int>(at::getNumGPUs())));
+    pipeline::select_cuda_device(cuda);
+    return cuda;
   }
   return at::kCPU;
 }

@@ -20,7 +20,9 @@ std::set<std::string> job_value_options();
 // --job FILE (or configs/jobs/default.json values) with the command-line overrides applied.
 pipeline::JobConfig job_config_from(const Args& args);
 
-at::Device resolve_device(const std::string& device);
+// "cuda" / "auto" with a GPU -> cuda:(local_rank mod visible GPUs), made the current device;
+// otherwise the CPU.
+at::Device resolve_device(const std::string& device, int local_rank = 0);
 at::ScalarType resolve_dtype(const std::string& dtype, at::Device device);
 std::string hardware_description(at::Device device);
 

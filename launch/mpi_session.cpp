@@ -45,6 +45,11 @@ MpiSession::MpiSession() {
   active_ = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  // The rank among those on this node: picks the GPU (one per rank).
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_free(&node);
 }
 
 MpiSession::~MpiSession() {

@@ -24,6 +24,7 @@ class MpiSession final {
   bool active() const { return active_; }
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  int local_rank() const { return local_rank_; }  // rank among this node's ranks; picks the GPU
 
   // Prints "deepinfer generate: rank R failed: MESSAGE" and ends every rank (MPI_Abort, exit 1).
   [[noreturn]] void abort_job(const std::string& message) const;
@@ -35,6 +36,7 @@ class MpiSession final {
   bool active_ = false;
   int rank_ = 0;
   int world_size_ = 1;
+  int local_rank_ = 0;
 };
 
 // Test hook: DEEPINFER_FAIL_RANK=R makes rank R throw at its 3rd lockstep step (read here only).

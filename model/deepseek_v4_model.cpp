@@ -40,7 +40,7 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
     // FFN site.
     mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c);
     h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps);
-    y = moe_forward(weights_, l, h, batch.token_ids, comm_);
+    y = moe_forward(weights_, l, h, batch.token_ids, comm_, &experts_workspace_);
     streams = hc_expand(streams, y, mix);
   }
   const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]

@@ -3,7 +3,8 @@
 // embed -> n residual streams -> per layer [mHC site: attention] [mHC site: MoE] -> hc_head
 // collapse -> norm -> head, logits only for batch.sample_rows.
 // The same code runs prefill chunks and decode steps, float32 or bfloat16, CPU or CUDA;
-// it reads no device value on the host except the MoE's per-expert token counts.
+// it reads no device value on the host except the MoE loop's per-expert token counts (the
+// grouped FP4 path on CUDA, moe_grouped.h, reads none).
 // Owns: the layer wiring and the two ropes. Does not own: weights, cache, scheduling,
 // sampling, or the communicator backend. No QAT simulation (as transformers' reference).
 
@@ -13,6 +14,7 @@
 #include "model/expert_parallel.h"
 #include "model/forward_batch.h"
 #include "model/model_cache.h"
+#include "model/moe_grouped.h"
 #include "model/ops.h"
 #include "model/weights.h"
 
@@ -41,6 +43,9 @@ class DeepseekV4Model final {
   Options options_;
   Rope main_rope_;
   Rope compress_rope_;
+  // Device tables and dequantization buffers of the grouped MoE path; scratch, so forward()
+  // stays const (one model is not run from two threads at once).
+  mutable ExpertWorkspace experts_workspace_;
 };
 
 }  // namespace deepinfer::model

@@ -62,14 +62,17 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
   return routing;
 }
 
-at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm) {
+at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm,
+                       ExpertWorkspace* workspace) {
   const ModelConfig& config = weights.config();
   const Routing routing = route_tokens(weights, layer, x, token_ids);
   std::vector<int64_t> counts, check;
   const at::Tensor all_x = comm.all_gather_rows(x, counts);
   const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
   const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
-  const at::Tensor partial = routed_partial(weights, layer, all_x, all_experts, all_weights);
+  const at::Tensor partial = workspace != nullptr && workspace->usable(weights, layer, all_x)
+                                 ? workspace->routed_partial(weights, layer, all_x, all_experts, all_weights)
+                                 : routed_partial(weights, layer, all_x, all_experts, all_weights);
   at::Tensor out = comm.reduce_scatter_rows(partial, counts);  // [T, D] float32
   if (config.n_shared_experts > 0) {
     const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),

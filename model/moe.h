@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "model/expert_parallel.h"
+#include "model/moe_grouped.h"
 #include "model/weights.h"
 
 namespace deepinfer::model {
@@ -20,8 +21,9 @@ struct Routing {
 // x [T, D] (ffn-normed), token_ids [T] int64.
 Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids);
 
-// Routed experts of this rank + exchange + shared expert -> [T, D] in x's dtype.
+// Routed experts of this rank + exchange + shared expert -> [T, D] in x's dtype. With a
+// workspace whose usable() holds, the routed experts take the grouped path (moe_grouped.h).
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
-                       ExpertCommunicator& comm);
+                       ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr);
 
 }  // namespace deepinfer::model

@@ -1,30 +1,34 @@
 #!/usr/bin/env bash
-# The GPU-machine checks, stage by stage, each with its own time limit and log under $OUT
-# (the device tool's output folder; /tmp/gpu-out elsewhere). Run from the repository root
-# after `source .deps/env.sh`:
-#   tests/gpu/run_gpu_checks.sh build tests reference sampler   # correctness
+# The GPU-machine checks, stage by stage, each with its own time limit and log. Logs and data
+# go to $LOGS (default /tmp/gpu-logs) and, after every stage, into $OUT/gpu-logs.tgz (the
+# device tool returns at most 8 files from $OUT, and what is packed survives a timeout).
+# Run from the repository root after `source .deps/env.sh`:
+#   tests/gpu/run_gpu_checks.sh build tests tokenizer reference sampler   # correctness
 #   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks
+#   tests/gpu/run_gpu_checks.sh build nccl                       # 2 GPUs (nvidia-h200-x2)
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-out}
-mkdir -p "$OUT"
+LOGS=${LOGS:-/tmp/gpu-logs}
+mkdir -p "$OUT" "$LOGS"
 build=${DEEPINFER_CUDA_BUILD:-build-cuda}
 failed=0
 stage() {  # stage NAME SECONDS COMMAND...
   local name=$1 limit=$2; shift 2
   local start=$SECONDS
   echo "== $name (limit ${limit}s)"
-  timeout "$limit" bash -c "$*" >"$OUT/$name.log" 2>&1
+  timeout "$limit" bash -c "$*" >"$LOGS/$name.log" 2>&1
   local rc=$?
   echo "== $name: exit $rc after $((SECONDS - start))s"
-  tail -n 25 "$OUT/$name.log"
+  tail -n 25 "$LOGS/$name.log"
   [ $rc -eq 0 ] || failed=$((failed + 1))
+  tar czf "$OUT/gpu-logs.tgz" -C "$LOGS" . 2>/dev/null
 }
-python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee "$OUT/torch.txt"
+python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee "$LOGS/torch.txt"
 tlib=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"lib"))')
-echo "simdjson/zstd symbols exported by LibTorch: $(nm -D --defined-only "$tlib"/libtorch_cpu.so 2>/dev/null | grep -ci simdjson) / $(nm -D --defined-only "$tlib"/libtorch_cpu.so 2>/dev/null | grep -c ' ZSTD_')" | tee -a "$OUT/torch.txt"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+echo "simdjson/zstd symbols exported by LibTorch: $(nm -D --defined-only "$tlib"/libtorch_cpu.so 2>/dev/null | grep -ci simdjson) / $(nm -D --defined-only "$tlib"/libtorch_cpu.so 2>/dev/null | grep -c ' ZSTD_')" | tee -a "$LOGS/torch.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$LOGS/gpu.txt"
 for s in "$@"; do
   case $s in
     build)
@@ -37,12 +41,18 @@ for s in "$@"; do
       stage reference 300 "tests/reference/run_hf_reference.sh $build" ;;
     sampler)
       stage sampler 120 "$build/bin/sampler_bench --device cuda" ;;
+    tokenizer)
+      stage tokenizer 120 "python3 tests/reference/tokenizer_parity.py --out $LOGS/tokenizer_parity" ;;
     bench)
-      stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model random:configs/models/tiny.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_tiny.json --prompts-out $OUT/prompts_tiny.jsonl"
-      stage bench_slice ${DEEPINFER_BENCH_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $OUT/bench_slice.json" ;;
+      # The tiny checkpoint both we and the transformers peer run (bfloat16 on CUDA for both).
+      stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
+      stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_tiny.json --prompts-out $LOGS/prompts_tiny.jsonl"
+      stage bench_slice ${DEEPINFER_SLICE_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts ${DEEPINFER_SLICE_PROMPTS:-256} --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_slice.json" ;;
     peer)
-      stage peer_init 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output /tmp/peer_tiny --seed 0"
-      stage peer 300 "python3 tests/reference/hf_generate_peer.py --checkpoint /tmp/peer_tiny --prompts $OUT/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size 16 --json $OUT/peer_tiny.json" ;;
+      [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
+      stage peer ${DEEPINFER_PEER_LIMIT:-300} "python3 tests/reference/hf_generate_peer.py --checkpoint $build/tiny_ckpt --prompts $LOGS/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size ${DEEPINFER_PEER_BATCH:-16} ${DEEPINFER_PEER_ARGS:-} --json $LOGS/peer_tiny.json" ;;
+    nccl)
+      stage nccl ${DEEPINFER_NCCL_LIMIT:-400} "tests/gpu/nccl_generate.sh $build $LOGS/nccl ${DEEPINFER_NCCL_PROMPTS:-256} ${DEEPINFER_NCCL_SLICE_PROMPTS:-64}" ;;
     *) echo "unknown stage $s"; failed=$((failed + 1)) ;;
   esac
 done

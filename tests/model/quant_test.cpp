@@ -260,5 +260,25 @@ TEST(QuantTest, CudaMatchesCpu) {
   EXPECT_TRUE(at::equal(dequant_fp4(p_cpu, f_cpu, at::kFloat), dequant_fp4(p_gpu, f_gpu, at::kFloat).cpu()));
 }
 
+// The CUDA kernel behind dequant_fp4 for bfloat16 (CUDA build): every byte value and the scale
+// edge cases (2^-127, 2^-126, 1, 2, 2^127) give the bits of the ATen path on the CPU.
+TEST(QuantTest, CudaFp4KernelMatchesCpuBitwise) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the CPU path is covered by the other tests";
+  const int64_t rows = 40, in = 512;
+  const at::Tensor packed = at::remainder(at::arange(rows * in / 2, at::kLong) * 7, 256).to(at::kByte).view({rows, in / 2});
+  const at::Tensor scale = at::tensor(std::vector<int64_t>{0, 1, 126, 127, 128, 254, 100, 150}, at::kLong)
+                               .repeat({rows * in / kFp4Block / 8})
+                               .to(at::kByte)
+                               .view({rows, in / kFp4Block});
+  const at::Tensor cpu = dequant_fp4(packed, scale, at::kBFloat16);
+  const at::Tensor gpu = dequant_fp4(packed.cuda(), scale.cuda(), at::kBFloat16).cpu();
+  ASSERT_EQ(gpu.sizes(), cpu.sizes());
+  EXPECT_TRUE(at::equal(cpu.view(at::kShort), gpu.view(at::kShort)));
+  const at::Tensor ragged = packed.narrow(1, 0, 100).contiguous();  // in = 200: not a multiple of 32, ATen path
+  const at::Tensor ragged_scale = scale.narrow(1, 0, 7).contiguous();
+  EXPECT_TRUE(at::equal(dequant_fp4(ragged, ragged_scale, at::kBFloat16).view(at::kShort),
+                        dequant_fp4(ragged.cuda(), ragged_scale.cuda(), at::kBFloat16).cpu().view(at::kShort)));
+}
+
 }  // namespace
 }  // namespace deepinfer::model

@@ -1,10 +1,12 @@
 // MpiCommunicator under `mpirun -np N`: all_gather_rows / reduce_scatter_rows equal the
 // same operations done locally on every rank's (deterministic) data, also when some ranks
-// have zero rows, for float32, bfloat16 and int64 rows.
+// have zero rows, for float32, bfloat16 and int64 rows. The NCCL backend (CUDA build, one GPU
+// per rank) must give the same tensors as the MPI one.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include "pipeline/mpi_communicator.h"
+#include "pipeline/nccl_communicator.h"
 
 namespace deepinfer::pipeline {
 namespace {
@@ -41,6 +43,35 @@ TEST(MpiCommunicator, AllGatherAndReduceScatterMatchLocalComputation) {
     const double scale = static_cast<double>(world * (world + 1) / 2);
     EXPECT_TRUE(at::allclose(mine, base.narrow(0, offset, rows_of(rank)) * scale)) << "round " << round;
     EXPECT_EQ(mine.size(0), rows_of(rank));
+  }
+}
+
+TEST(NcclCommunicator, MatchesMpiCommunicator) {
+  MpiCommunicator mpi;
+  if (!nccl_available()) GTEST_SKIP() << "this build has no NCCL backend (configure with -DDEEPINFER_CUDA=ON)";
+  if (!at::hasCUDA() || static_cast<int64_t>(at::getNumGPUs()) < mpi.world_size())
+    GTEST_SKIP() << "needs one GPU per rank: " << mpi.world_size() << " ranks, " << (at::hasCUDA() ? at::getNumGPUs() : 0) << " GPUs";
+  const at::Device cuda(at::kCUDA, static_cast<c10::DeviceIndex>(mpi.rank()));
+  select_cuda_device(cuda);
+  const auto nccl = make_nccl_communicator(cuda);
+  const int64_t rank = mpi.rank(), world = mpi.world_size();
+  for (int64_t round = 0; round < 3; ++round) {
+    auto rows_of = [&](int64_t r) -> int64_t { return round == 2 ? 0 : round == 1 && r % 2 == 1 ? 0 : 5 * r + 3; };
+    for (auto dtype : {at::kFloat, at::kBFloat16, at::kLong}) {
+      const at::Tensor local = local_rows(rank, rows_of(rank), round, dtype);
+      std::vector<int64_t> want_counts, got_counts;
+      const at::Tensor want = mpi.all_gather_rows(local, want_counts);
+      const at::Tensor got = nccl->all_gather_rows(local.to(cuda), got_counts);
+      EXPECT_EQ(got_counts, want_counts);
+      EXPECT_TRUE(at::equal(got.cpu(), want)) << "round " << round << " dtype " << dtype;
+    }
+    std::vector<int64_t> counts;
+    int64_t total = 0;
+    for (int64_t r = 0; r < world; ++r) total += counts.emplace_back(rows_of(r));
+    const at::Tensor partial = at::arange(total * 4, at::kFloat).reshape({total, 4}) * (rank + 1) + 0.25;
+    const at::Tensor want = mpi.reduce_scatter_rows(partial, counts);
+    const at::Tensor got = nccl->reduce_scatter_rows(partial.to(cuda), counts);
+    EXPECT_TRUE(at::allclose(got.cpu(), want)) << "round " << round;
   }
 }
 

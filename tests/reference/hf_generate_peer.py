@@ -5,17 +5,18 @@ same checkpoint and the same prompts.
 Loads a mini-DeepInfer checkpoint (config.json + safetensors with official DeepSeek-V4 names, as
 `deepinfer init-model` writes it) into transformers' DeepseekV4ForCausalLM through the config
 mapping and rename table of hf_checkpoint.py (the same ones hf_reference.py uses), then runs
-greedy `generate` (min_new_tokens = max_new_tokens = the prompt's max_tokens, so EOS is ignored
-like our ignore_eos; use_cache=True) over a JSONL prompts file (one object per line with "id",
+greedy `generate` (min_new_tokens = max_new_tokens, so EOS is ignored like our ignore_eos;
+use_cache=True) over a JSONL prompts file (one object per line with "id",
 "prompt_token_ids", "max_tokens", "ignore_eos", e.g. what `deepinfer bench --prompts-out` writes),
 and prints the figures in vLLM's / `deepinfer bench`'s form:
 
   Throughput: X requests/s, Y total tokens/s, Z output tokens/s
 
 One warm-up generate (the first prompt, 8 new tokens) runs before the timed loop and is
-excluded. --batch-size N > 1 left-pads N prompts of equal max_tokens into one generate call with
-an attention mask; if transformers raises on that, the run falls back to prompt by prompt and says
-so. Needs torch and transformers >= 5.8 with deepseek_v4 (the GPU machine: torch 2.11,
+excluded. --batch-size N > 1 left-pads N consecutive prompts into one generate call with an
+attention mask, generating the largest max_tokens of the group for every row (static batching);
+only each prompt's own max_tokens count as output tokens. If transformers raises on that, the run
+falls back to prompt by prompt and says so. Needs torch and transformers >= 5.8 with deepseek_v4 (the GPU machine: torch 2.11,
 transformers 5.17).
 
 Differences from hf_reference.py's loader (whose config / weight code is nested in its
@@ -118,16 +119,10 @@ def load_prompts(path, max_prompts=None, vocab_size=None):
 
 
 def make_batches(prompts, batch_size):
-    """Consecutive groups of at most batch_size prompts of equal max_tokens (so no generate call
-    makes tokens nobody asked for); prompts keep file order within each max_tokens value."""
-    by_len = {}
-    for p in prompts:
-        by_len.setdefault(p[2], []).append(p)
-    batches = []
-    for group in by_len.values():
-        for i in range(0, len(group), batch_size):
-            batches.append(group[i: i + batch_size])
-    return batches
+    """Consecutive groups of at most batch_size prompts in file order. A group generates
+    max(max_tokens) tokens per row (generate has one length per call); only the tokens each
+    prompt asked for count as output, the rest is the cost of static batching."""
+    return [prompts[i: i + batch_size] for i in range(0, len(prompts), batch_size)]
 
 
 # ----------------------------------------------------------------------------- model (torch)
@@ -377,7 +372,8 @@ def main(argv=None):
         sync()
         start = time.perf_counter()
         for i, batch in enumerate(batches):
-            produced += generate(batch, batch[0][2])
+            made = generate(batch, max(p[2] for p in batch)) // len(batch)
+            produced += sum(min(made, p[2]) for p in batch)
             if len(batches) >= 10 and (i + 1) % max(1, len(batches) // 10) == 0:
                 log(f"  {i + 1}/{len(batches)} calls, {time.perf_counter() - start:.1f}s")
         sync()

@@ -1,0 +1,27 @@
+#pragma once
+// CUDA kernels for FP4 (e2m1) routed-expert weights: plain pointers and a stream, no torch types,
+// so this compiles with nvcc alone. The ATen reference is dequant_fp4 in model/quant.h; these
+// produce the same bits (code x 2^(scale-127) is exact in fp32, then one round-to-nearest-even
+// to bfloat16).
+//
+// Layout (one matrix): packed [rows, cols/2] uint8, the low nibble the even column; scale
+// [rows, cols/32] uint8 e8m0; out [rows, cols] bfloat16. cols must be a multiple of 32 and the
+// packed rows 16-byte aligned (cols/2 a multiple of 16 and an aligned base).
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+
+namespace deepinfer::model::cuda {
+
+// Dequantizes `count` matrices of equal shape. packed_table / scale_table: device arrays of
+// `count` device pointers. Matrix m goes to out + m * rows * cols (bfloat16 elements, as
+// uint16_t). When active (device, int64 [count]) is given, matrices whose entry is 0 are skipped.
+void dequant_fp4_to_bf16(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active, int64_t count,
+                         int64_t rows, int64_t cols, uint16_t* out, cudaStream_t stream);
+
+// One matrix, pointers given directly.
+void dequant_fp4_to_bf16_one(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, uint16_t* out,
+                             cudaStream_t stream);
+
+}  // namespace deepinfer::model::cuda

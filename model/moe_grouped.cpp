@@ -1,0 +1,117 @@
+#include "model/moe_grouped.h"
+
+#include <cstdlib>
+#include <vector>
+
+#include "model/ops.h"
+#include "model/torch_compat.h"
+#include "model/weight_specs.h"
+
+#if DEEPINFER_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "model/cuda/fp4_dequant.h"
+#endif
+
+namespace deepinfer::model {
+namespace {
+
+// int64 [n] on `device` holding the data pointers of `tensors`.
+at::Tensor pointer_table(const std::vector<const at::Tensor*>& tensors, at::Device device) {
+  std::vector<int64_t> pointers;
+  pointers.reserve(tensors.size());
+  for (const at::Tensor* t : tensors) pointers.push_back(reinterpret_cast<int64_t>(t->data_ptr()));
+  return at::tensor(pointers, at::kLong).to(device);
+}
+
+}  // namespace
+
+bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const {
+#if DEEPINFER_CUDA_KERNELS
+  if (!compat::kHasGroupedMm || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
+  if (std::getenv("DEEPINFER_MOE_LOOP") != nullptr) return false;
+  const ModelConfig& c = weights.config();
+  if (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0 || weights.experts().size() == 0) return false;
+  const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
+  return w1.scalar_type() == at::kByte;
+#else
+  (void)weights, (void)layer, (void)x;
+  return false;
+#endif
+}
+
+const ExpertWorkspace::LayerTables& ExpertWorkspace::tables(const ModelWeights& weights, int64_t layer) {
+  auto found = tables_.find(layer);
+  if (found != tables_.end()) return found->second;
+  std::vector<const at::Tensor*> w13, w13_scale, w2, w2_scale;
+  for (int64_t e = weights.experts().first; e < weights.experts().last; ++e) {
+    const std::string prefix = expert_prefix(layer, e);
+    for (const char* which : {"w1", "w3"}) {
+      const std::string name = prefix + which + ".weight";
+      w13.push_back(&weights.get(name));
+      w13_scale.push_back(&weights.get(scale_name(name)));
+    }
+    w2.push_back(&weights.get(prefix + "w2.weight"));
+    w2_scale.push_back(&weights.get(scale_name(prefix + "w2.weight")));
+  }
+  for (const at::Tensor* t : w13) TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "ExpertWorkspace: unaligned expert weight");
+  for (const at::Tensor* t : w2) TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "ExpertWorkspace: unaligned expert weight");
+  const at::Device device = weights.device();
+  LayerTables t{pointer_table(w13, device), pointer_table(w13_scale, device), pointer_table(w2, device), pointer_table(w2_scale, device)};
+  return tables_.emplace(layer, std::move(t)).first->second;
+}
+
+at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                           const at::Tensor& routing_weights) {
+#if DEEPINFER_CUDA_KERNELS
+  const ModelConfig& c = weights.config();
+  const ExpertRange& owned = weights.experts();
+  const int64_t E = owned.size(), I = c.moe_intermediate_size, D = c.hidden_size, k = experts.size(1);
+  at::Tensor out = at::zeros({x.size(0), D}, x.options().dtype(at::kFloat));
+  if (x.size(0) == 0) return out;
+  // Pairs of experts this rank does not own sort last, under key E, and fall outside every group.
+  const at::Tensor flat = experts.reshape(-1);
+  const at::Tensor is_owned = (flat >= owned.first) & (flat < owned.last);
+  const at::Tensor key = at::where(is_owned, flat - owned.first, at::full_like(flat, E));
+  const at::Tensor order = std::get<1>(key.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
+  const at::Tensor counts = at::bincount(key, /*weights=*/{}, E + 1).narrow(0, 0, E);  // [E] int64, device
+  const at::Tensor offs = counts.cumsum(0).to(at::kInt);
+  const at::Tensor tokens = at::div(order, k, "floor");
+  const at::Tensor xs = x.index_select(0, tokens);  // [P, D]
+
+  const LayerTables& t = tables(weights, layer);
+  if (!w13_.defined() || w13_.size(0) != E) {
+    w13_ = at::empty({E, 2 * I, D}, x.options());
+    w2_ = at::empty({E, D, I}, x.options());
+  }
+  const c10::cuda::CUDAGuard guard(x.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const at::Tensor active13 = counts.repeat_interleave(2);
+  cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w13_packed.data_ptr<int64_t>()),
+                            reinterpret_cast<const uint64_t*>(t.w13_scale.data_ptr<int64_t>()), active13.data_ptr<int64_t>(), 2 * E, I, D,
+                            reinterpret_cast<uint16_t*>(w13_.data_ptr()), stream);
+  cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w2_packed.data_ptr<int64_t>()),
+                            reinterpret_cast<const uint64_t*>(t.w2_scale.data_ptr<int64_t>()), counts.data_ptr<int64_t>(), E, D, I,
+                            reinterpret_cast<uint16_t*>(w2_.data_ptr()), stream);
+
+  // The same math as swiglu_mlp (ops.h), over all experts at once.
+  const at::Tensor h = compat::grouped_mm(xs, w13_.transpose(1, 2), offs);  // [P, 2I]
+  at::Tensor gate = h.narrow(1, 0, I), up = h.narrow(1, I, I);
+  if (c.swiglu_limit > 0) {
+    gate = gate.clamp_max(c.swiglu_limit);
+    up = up.clamp(-c.swiglu_limit, c.swiglu_limit);
+  }
+  const at::Tensor act = (at::silu(gate) * up).contiguous();
+  const at::Tensor y = compat::grouped_mm(act, w2_.transpose(1, 2), offs);  // [P, D]; rows of other ranks' pairs unwritten
+  const at::Tensor w = routing_weights.reshape(-1).index_select(0, order).unsqueeze(1);
+  const at::Tensor valid = is_owned.index_select(0, order).unsqueeze(1);
+  out.index_add_(0, tokens, at::where(valid, y.to(at::kFloat) * w, at::zeros({}, out.options())));
+  return out;
+#else
+  (void)weights, (void)layer, (void)x, (void)experts, (void)routing_weights;
+  TORCH_CHECK(false, "ExpertWorkspace::routed_partial needs the CUDA build");
+#endif
+}
+
+}  // namespace deepinfer::model
