@@ -21,7 +21,7 @@ constexpr const char* kUsage =
     "  bench --model DIR|random:CONFIG --num-prompts N --input-len A:B --output-len A:B [--json FILE] [--prompts-out FILE] [job options]\n"
     "                    synthetic throughput benchmark (warm-up excluded)\n"
     "  init-model --config FILE --output DIR [--seed N] [--experts-fp4] [--fp8-linears] [--float32]\n"
-    "                    write a deterministic random checkpoint\n"
+    "                    write a deterministic random checkpoint (+ the tiny tokenizer.json when it fits)\n"
     "  verify A B        compare the deterministic files of two output directories\n"
     "                    (exit 0 identical, 1 different, 2 unreadable)\n"
     "  cat DIR           print all results of a job directory as JSONL, in global input order\n"
