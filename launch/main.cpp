@@ -20,6 +20,8 @@ constexpr const char* kUsage =
     "                    run a batch job (exit 0 done, 130 stopped by a signal: rerun with --resume)\n"
     "  bench --model DIR|random:CONFIG --num-prompts N --input-len A:B --output-len A:B [--json FILE] [--prompts-out FILE] [job options]\n"
     "                    synthetic throughput benchmark (warm-up excluded)\n"
+    "  bench-tokenizer --tokenizer FILE [--input FILE] [--seconds N]\n"
+    "                    tokenizer encode/decode MB/s on one core (built-in corpus unless --input)\n"
     "  init-model --config FILE --output DIR [--seed N] [--experts-fp4] [--fp8-linears] [--float32]\n"
     "                    write a deterministic random checkpoint (+ the tiny tokenizer.json when it fits)\n"
     "  verify A B        compare the deterministic files of two output directories\n"

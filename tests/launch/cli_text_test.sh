@@ -4,7 +4,7 @@
 # "text"; stop strings taken from a first run's text end a rerun's requests early (tokens kept
 # up to the one completing the string, text cut before it), the same with another batch size
 # and without overlap, and byte-identical on a rerun; a model directory without tokenizer.json
-# still runs token-id prompts and turns text prompts into error records.
+# still runs token-id prompts and turns text prompts into error records. bench-tokenizer runs.
 set -u
 bin=$1
 root=$2
@@ -15,6 +15,11 @@ check() { if ! "$@"; then echo "FAIL: $*"; fail=1; fi; }
 "$bin" init-model --config "$root/configs/models/tiny.json" --output "$tmp/model" --seed 3 --float32 >"$tmp/init.log" ||
   { echo "FAIL: init-model"; exit 1; }
 [ -f "$tmp/model/tokenizer.json" ] || { echo "FAIL: init-model wrote no tokenizer.json"; cat "$tmp/init.log"; exit 1; }
+# bench-tokenizer runs on it (figures are not checked, only that they are printed).
+printf 'one line of text\n\nand another, caf\xc3\xa9\n' >"$tmp/corpus.txt"
+"$bin" bench-tokenizer --tokenizer "$tmp/model/tokenizer.json" --input "$tmp/corpus.txt" --seconds 0 >"$tmp/bench.log" &&
+  grep -q "^encode: .* MB/s" "$tmp/bench.log" && grep -q "^decode: .* MB/s" "$tmp/bench.log" && grep -q "in 2 lines" "$tmp/bench.log" ||
+  { echo "FAIL: bench-tokenizer"; cat "$tmp/bench.log"; fail=1; }
 
 python3 - "$tmp/free.jsonl" <<'PY'
 import json, sys
