@@ -2,7 +2,8 @@
 // What one JSONL input line becomes: a request with its sampling fields as the user wrote
 // them (defaults filled in), or an error record naming file, line and reason.
 // Owns: the wire-level fields and their defaults. Does not own: scheduling or sampling
-// semantics (engine/ validates its own SamplingParams again).
+// semantics (engine/ validates its own SamplingParams again), tokenization (io/tokenizer.h:
+// the reader calls it for text prompts when it has a tokenizer).
 
 #include <cstdint>
 #include <optional>
@@ -20,8 +21,9 @@ struct InputLocation {
 struct RequestLine {
   std::string id;                      // "id" / "custom_id"; default "<file>:<line>"
   InputLocation input;
-  std::vector<int32_t> prompt_token_ids;
-  std::optional<std::string> prompt_text;  // set for text prompts (tokenized later)
+  std::vector<int32_t> prompt_token_ids;    // a text prompt's ids once the reader tokenized it
+  std::optional<std::string> prompt_text;   // the text of a text prompt
+  bool add_special_tokens = true;           // text prompts: apply the tokenizer's template (BOS)
   int64_t max_tokens = 16;
   double temperature = 1.0;            // 0 = greedy
   double top_p = 1.0;                  // (0, 1]
@@ -29,6 +31,7 @@ struct RequestLine {
   double min_p = 0.0;                  // [0, 1]
   std::optional<uint64_t> seed;        // absent: derived from the job seed and the id
   std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> stop;       // stop strings (non-empty); need the tokenizer
   bool ignore_eos = false;
   int64_t min_tokens = 0;              // <= max_tokens
   int64_t logprobs = 0;                // top-N logprobs per token, 0..20

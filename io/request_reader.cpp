@@ -9,6 +9,8 @@
 
 #include <simdjson.h>
 
+#include "io/tokenizer.h"
+
 namespace deepinfer::io {
 namespace {
 
@@ -98,6 +100,41 @@ void read_prompt(element value, std::string_view field, RequestLine* request, in
   }
 }
 
+// "stop": a string, an array of strings, or null; each string non-empty.
+std::vector<std::string> get_stop_strings(element value) {
+  std::vector<std::string> stops;
+  auto add = [&](element item, const std::string& name) {  // name: "'stop'" or "'stop'[i]"
+    std::string_view text;
+    if (item.get(text)) throw BadRequest{"field " + name + " must be a string, got " + type_name(item.type()) + " " + show(item)};
+    if (text.empty()) throw BadRequest{"field " + name + " is an empty stop string"};
+    stops.emplace_back(text);
+  };
+  if (value.type() == element_type::NULL_VALUE) return stops;
+  if (value.type() == element_type::STRING) {
+    add(value, "'stop'");
+    return stops;
+  }
+  simdjson::dom::array array;
+  if (value.get(array)) bad_type("stop", value, "a string, an array of strings or null");
+  std::size_t index = 0;
+  for (element item : array) add(item, "'stop'[" + std::to_string(index++) + "]");
+  return stops;
+}
+
+// A text prompt becomes token ids; every id must be inside the model's vocabulary.
+void tokenize_prompt(RequestLine* request, const RequestParseOptions& options) {
+  if (!options.tokenizer)
+    throw BadRequest{"text prompts need the tokenizer (tokenizer.json in the model directory), which this job does not have; give 'prompt_token_ids'"};
+  request->prompt_token_ids = options.tokenizer->encode(*request->prompt_text, request->add_special_tokens);
+  if (request->prompt_token_ids.empty()) throw BadRequest{"field 'prompt' encodes to no tokens"};
+  if (options.vocab_size <= 0) return;
+  for (std::size_t i = 0; i < request->prompt_token_ids.size(); ++i) {
+    if (request->prompt_token_ids[i] >= options.vocab_size)
+      throw BadRequest{"field 'prompt' encodes to token id " + std::to_string(request->prompt_token_ids[i]) + " (token " +
+                       std::to_string(i) + "), outside the model's vocabulary of " + std::to_string(options.vocab_size)};
+  }
+}
+
 // The sampling and prompt fields, shared by the native form and the OpenAI batch body.
 void read_fields(object fields, RequestLine* request, const RequestParseOptions& options, bool openai_body) {
   bool have_prompt = false;
@@ -156,7 +193,11 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     } else if (key == "stream") {
       if (get_bool(key, value)) throw BadRequest{"field 'stream' must be false in a batch job"};
     } else if (key == "stop") {
-      throw BadRequest{"field 'stop' (stop strings) needs the tokenizer, which this build does not have; use 'stop_token_ids'"};
+      request->stop = get_stop_strings(value);
+      if (!request->stop.empty() && !options.tokenizer)
+        throw BadRequest{"field 'stop' (stop strings) needs the tokenizer (tokenizer.json in the model directory), which this job does not have; use 'stop_token_ids'"};
+    } else if (key == "add_special_tokens") {
+      request->add_special_tokens = get_bool(key, value);
     } else {
       throw BadRequest{"unknown field '" + std::string(openai_body ? "body." : "") + std::string(key) + "'"};
     }
@@ -164,7 +205,7 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
   if (!have_prompt) throw BadRequest{"missing 'prompt_token_ids' (or 'prompt')"};
   if (request->min_tokens > request->max_tokens)
     throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) + " exceeds max_tokens = " + std::to_string(request->max_tokens)};
-  if (request->prompt_text) throw BadRequest{"text prompts need the tokenizer, which this build does not have; give 'prompt_token_ids'"};
+  if (request->prompt_text) tokenize_prompt(request, options);
 }
 
 std::string location_id(const InputLocation& where) { return where.file + ":" + std::to_string(where.line); }

@@ -17,14 +17,19 @@
 
 namespace deepinfer::io {
 
+class Tokenizer;
+
 using RequestItem = std::variant<RequestLine, RequestError>;
 
 struct RequestParseOptions {
   int64_t vocab_size = 0;             // token ids must be < vocab_size (0: unchecked)
   int64_t max_tokens_limit = 1 << 20; // largest max_tokens accepted
+  // Tokenizes text prompts and allows stop strings; null: both are error records.
+  std::shared_ptr<const Tokenizer> tokenizer = nullptr;
 };
 
 // Parses one line (without its newline). Never throws on bad input: returns an error.
+// A text prompt comes back tokenized (prompt_token_ids) when options.tokenizer is set.
 // Thread-safe (one simdjson parser per thread).
 RequestItem parse_request_line(std::string_view line, const InputLocation& where, const RequestParseOptions& options);
 

@@ -18,6 +18,7 @@ namespace {
 
 constexpr int32_t kFirstByteId = 2;
 constexpr int32_t kFirstMergeId = kFirstByteId + 256;
+static_assert(kFirstMergeId == kTinyMinVocabSize);
 
 // DeepSeek-V3's tokenizer.json pre-tokenizer as recalled (three Isolated Splits, then
 // ByteLevel without its own regex). Not checked byte for byte against the shipped file.

@@ -14,8 +14,10 @@ namespace deepinfer::io {
 
 inline constexpr int32_t kTinyBosId = 0;
 inline constexpr int32_t kTinyEosId = 1;
+inline constexpr int32_t kTinyMinVocabSize = 258;  // the two special tokens and 256 bytes
 
-// The tokenizer.json text. Throws std::invalid_argument when vocab_size < 258.
+// The tokenizer.json text; every id is < vocab_size. Throws std::invalid_argument when
+// vocab_size < kTinyMinVocabSize.
 std::string tiny_tokenizer_json(int32_t vocab_size);
 
 // Writes tiny_tokenizer_json(vocab_size) to path atomically.

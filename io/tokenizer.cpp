@@ -356,8 +356,10 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_t
   return out;
 }
 
+bool Tokenizer::contains(int32_t id) const { return id >= 0 && id < vocab_size() && impl_->id_valid[id]; }
+
 const std::string& Tokenizer::token_bytes(int32_t id) const {
-  if (id < 0 || id >= vocab_size() || !impl_->id_valid[id]) {
+  if (!contains(id)) {
     throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary (size " +
                             std::to_string(vocab_size()) + ")");
   }

@@ -7,7 +7,7 @@
 // (TemplateProcessing's "single" template, ByteLevel, Sequence; used when
 // add_special_tokens), decoder (ByteLevel only). Unsupported pieces throw
 // std::invalid_argument naming the file, key and type.
-// Does not own: reading requests, stop strings, BOS/EOS from the model config.
+// Does not own: reading requests, stop strings (io/output_text.h), BOS/EOS from the model config.
 
 #include <cstdint>
 #include <memory>
@@ -34,8 +34,10 @@ class Tokenizer final {
   // Throws std::out_of_range for an id outside the vocabulary.
   std::string decode(const std::vector<int32_t>& ids, bool skip_special_tokens = false) const;
 
-  // The raw bytes of one token.
+  // The raw bytes of one token (throws std::out_of_range unless contains(id)).
   const std::string& token_bytes(int32_t id) const;
+  // Whether id names a token (a model's vocabulary may be larger than its tokenizer's).
+  bool contains(int32_t id) const;
   bool is_special(int32_t id) const;
   int32_t vocab_size() const;  // 1 + the largest id
   // Id of an exact token string (vocab or added token), or -1.

@@ -79,6 +79,7 @@ int bench_command(int argc, char** argv) {
     const std::string prompts = (dir / (name + ".jsonl")).string();
     write_prompts(prompts, n, input_len, out_len, model_config.vocab_size, name == "warmup" ? 1 : 0);
     pipeline::JobOptions job = job_options_for(config, model_config);
+    job.tokenizer = source.tokenizer;  // results get "text", as in a real job
     job.inputs = {prompts};
     job.output_dir = (dir / name).string();
     job.job_json = "{}";

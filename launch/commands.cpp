@@ -22,6 +22,7 @@ std::map<std::string, Command> all_commands() {
       {"generate", generate_command},
       {"init-model", init_model_command},
       {"bench", bench_command},
+      {"bench-tokenizer", bench_tokenizer_command},
       {"cat", cat_command},
   };
 }

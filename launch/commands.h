@@ -14,6 +14,7 @@ int verify_command(int argc, char** argv);
 int generate_command(int argc, char** argv);
 int init_model_command(int argc, char** argv);
 int bench_command(int argc, char** argv);
+int bench_tokenizer_command(int argc, char** argv);
 int cat_command(int argc, char** argv);
 
 std::map<std::string, Command> all_commands();

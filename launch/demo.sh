@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's run command: builds if needed, makes the tiny model if absent, runs the job
+# The README's run command: builds if needed, makes the tiny model (with tokenizer.json) if absent, runs the job
 # over examples/prompts.jsonl, reruns it, shows `verify` reporting identical results, and
 # prints where the outputs are and a few results.
 set -euo pipefail
@@ -12,8 +12,9 @@ if [ ! -x "$bin" ]; then
   DEEPINFER_SKIP_TESTS=1 ./launch/test.sh
 fi
 model=${DEEPINFER_DEMO_MODEL:-$build/models/tiny}
-if [ ! -f "$model/config.json" ]; then
-  echo "== writing the tiny random model to $model"
+# The default model is (re)made when absent or older than its tokenizer.json (text prompts).
+if [ ! -f "$model/config.json" ] || { [ -z "${DEEPINFER_DEMO_MODEL:-}" ] && [ ! -f "$model/tokenizer.json" ]; }; then
+  echo "== writing the tiny random model and its tokenizer to $model"
   "$bin" init-model --config configs/models/tiny.json --output "$model" --seed 1 --float32
 fi
 out=${DEEPINFER_DEMO_OUT:-$build/demo}
@@ -30,4 +31,6 @@ echo "== outputs in $out/run1:"
 ls -l "$out/run1"
 echo "== a few results (zstd -dc $out/run1/results-00000-of-00001.jsonl.zst):"
 zstd -dc "$out/run1/results-00000-of-00001.jsonl.zst" | head -n 4 | cut -c1-300
+echo "== the text prompt's result (\"text\" is the decoded output of the random model):"
+zstd -dc "$out/run1/results-00000-of-00001.jsonl.zst" | grep '"id":"ex-text"' | cut -c1-600
 cat "$out/run1/summary.json"

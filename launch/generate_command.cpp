@@ -8,11 +8,13 @@
 #include "engine/model_runner.h"
 #include "io/durable_file.h"
 #include "io/json_writer.h"
+#include "io/tiny_tokenizer.h"
 #include "launch/commands.h"
 #include "launch/job_setup.h"
 #include "launch/mpi_session.h"
 #include "model/checkpoint_writer.h"
 #include "model/expert_parallel.h"
+#include "model/model_config.h"
 #include "pipeline/manifest.h"
 #include "pipeline/mpi_communicator.h"
 #include "pipeline/nccl_communicator.h"
@@ -48,6 +50,12 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
     running->comm = std::make_unique<model::SingleRankCommunicator>();
   }
   running->model = pipeline::load_model_source(spec, dtype, device, config.seed, mpi.rank(), mpi.world_size());
+  if (mpi.rank() == 0) {
+    std::fprintf(stderr, "%s\n", running->model.tokenizer
+                                     ? ("tokenizer: " + std::to_string(running->model.tokenizer->vocab_size()) +
+                                        " tokens (text prompts, stop strings, \"text\" in results)").c_str()
+                                     : "no tokenizer.json: token-id prompts only");
+  }
   running->runner = std::make_unique<engine::ModelRunner>(
       *running->model.weights, *running->comm,
       engine::ModelRunner::Options{.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
@@ -72,6 +80,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
 
   auto running = start_model(args.get("model"), config, device, dtype, mpi);
   pipeline::JobOptions job = job_options_for(config, running->model.weights->config());
+  job.tokenizer = running->model.tokenizer;
   job.inputs = inputs;
   job.output_dir = output;
   job.resume = args.flag("resume");
@@ -107,6 +116,27 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   return 0;
 }
 
+// init-model: the tiny tokenizer (io/tiny_tokenizer.h) as DIR/tokenizer.json, so text prompts
+// work on the random checkpoint, when the config's vocabulary and BOS/EOS ids fit it.
+void write_tiny_tokenizer_for(const model::ModelConfig& config, const std::string& dir) {
+  if (config.vocab_size < io::kTinyMinVocabSize || config.vocab_size > INT32_MAX || config.bos_token_id != io::kTinyBosId ||
+      config.eos_token_id != io::kTinyEosId) {
+    std::fprintf(stderr,
+                 "init-model: note: no tokenizer.json written (the tiny tokenizer needs vocab_size >= %d, bos_token_id %d and "
+                 "eos_token_id %d; the config has %ld, %ld and %ld): only token-id prompts will work\n",
+                 io::kTinyMinVocabSize, io::kTinyBosId, io::kTinyEosId, long(config.vocab_size), long(config.bos_token_id),
+                 long(config.eos_token_id));
+    return;
+  }
+  const std::string path = (std::filesystem::path(dir) / "tokenizer.json").string();
+  io::write_tiny_tokenizer(path, static_cast<int32_t>(config.vocab_size));
+  const auto tokenizer = io::Tokenizer::load(path);
+  TORCH_INTERNAL_ASSERT(tokenizer->vocab_size() <= config.vocab_size && tokenizer->encode("x", true).front() == config.bos_token_id &&
+                            tokenizer->is_special(static_cast<int32_t>(config.eos_token_id)),
+                        "the tiny tokenizer written to ", path, " does not fit the config");
+  std::printf("wrote tokenizer.json (byte-level BPE, %d tokens) to %s\n", tokenizer->vocab_size(), dir.c_str());
+}
+
 }  // namespace
 
 int generate_command(int argc, char** argv) {
@@ -131,6 +161,7 @@ int init_model_command(int argc, char** argv) {
   model::init_model(options);
   std::printf("wrote a random checkpoint (seed %llu) to %s\n", static_cast<unsigned long long>(options.seed),
               options.output_dir.c_str());
+  write_tiny_tokenizer_for(model::load_model_config(options.output_dir), options.output_dir);
   return 0;
 }
 

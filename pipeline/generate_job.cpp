@@ -9,6 +9,7 @@
 
 #include "engine/sampler_noise.h"
 #include "io/json_writer.h"
+#include "io/output_text.h"
 #include "io/record_file.h"
 #include "pipeline/job_files.h"
 #include "pipeline/ordered_output.h"
@@ -29,6 +30,7 @@ struct LiveRequest {
   uint64_t seed = 0;
   Clock::time_point added;
   std::optional<Clock::time_point> first_token;
+  std::optional<io::OutputText> text;  // with a tokenizer: fed every committed token
 };
 
 engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64_t seed) {
@@ -46,18 +48,36 @@ engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64
   return params;
 }
 
+// Every reader of the job parses alike: the sharding depends on the prompts' token counts.
+io::RequestReader::Options reader_options(const JobOptions& o) {
+  return {.parse = {.vocab_size = o.vocab_size, .tokenizer = o.tokenizer}};
+}
+
+// The record's "text"; a stop string found makes the finish reason "stop" with the string as
+// stop_reason (also when the same token reached max_tokens, as in vLLM).
+void add_output_text(io::OutputText& text, const engine::Sequence& seq, ResultRecord& record) {
+  if (text.num_tokens() != seq.num_output_tokens())
+    throw std::logic_error("request " + seq.request_id() + ": " + std::to_string(text.num_tokens()) + " tokens decoded, " +
+                           std::to_string(seq.num_output_tokens()) + " committed");
+  record.text = text.finish();
+  if (text.stopped()) {
+    record.finish_reason = "stop";
+    record.stop_reason = text.stop_string();
+  }
+}
+
 // Input items this rank owns (for progress and ETA): one parsing pass over the input.
-int64_t count_owned_lines(const std::vector<std::string>& files, int rank, int world_size, int64_t vocab_size) {
-  if (world_size == 1) {
+int64_t count_owned_lines(const JobOptions& o) {
+  if (o.world_size == 1) {  // every item is owned: no need to tokenize
     int64_t lines = 0;
-    io::RequestReader reader(files, {.parse = {.vocab_size = vocab_size}});
+    io::RequestReader reader(o.inputs, {.parse = {.vocab_size = o.vocab_size}});
     for (io::RequestItem item; reader.next(&item);) ++lines;
     return lines;
   }
-  OwnerRank owner(world_size);
+  OwnerRank owner(o.world_size);
   int64_t owned = 0;
-  io::RequestReader reader(files, {.parse = {.vocab_size = vocab_size}});
-  for (io::RequestItem item; reader.next(&item);) owned += owner.next(sharding_tokens(item)) == rank;
+  io::RequestReader reader(o.inputs, reader_options(o));
+  for (io::RequestItem item; reader.next(&item);) owned += owner.next(sharding_tokens(item)) == o.rank;
   return owned;
 }
 
@@ -105,14 +125,14 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
     }
     return outcome;
   }
-  const int64_t total = count_owned_lines(o.inputs, o.rank, o.world_size, o.vocab_size);
+  const int64_t total = count_owned_lines(o);
   OwnerRank owner(o.world_size);
 
   OrderedOutput output(std::move(resume.writer), resume.records_done);
   io::RecordWriter metrics((std::filesystem::path(o.output_dir) / metrics_file_name(o.rank)).string(),
                            {.level = 3, .records_per_frame = 256});
   engine::Scheduler scheduler(o.scheduler);
-  io::RequestReader reader(o.inputs, {.parse = {.vocab_size = o.vocab_size}});
+  io::RequestReader reader(o.inputs, reader_options(o));
   std::map<engine::SeqId, LiveRequest> live;
   int64_t local_index = 0;
   bool input_done = false, deadline_hit = false;
@@ -146,7 +166,8 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
       auto& request = std::get<io::RequestLine>(item);
       const uint64_t seed = request.seed ? *request.seed : engine::derive_request_seed(o.seed, request.id);
       const engine::SeqId id = scheduler.add_request(request.id, std::move(request.prompt_token_ids), to_sampling_params(request, seed));
-      live.emplace(id, LiveRequest{index, request.input, seed, Clock::now(), std::nullopt});
+      auto& added = live.emplace(id, LiveRequest{index, request.input, seed, Clock::now(), std::nullopt, std::nullopt}).first->second;
+      if (o.tokenizer) added.text.emplace(o.tokenizer, io::OutputText::Options{.stop = std::move(request.stop), .min_tokens = request.min_tokens});
     }
   };
   auto collect_finished = [&] {
@@ -159,15 +180,18 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
                           .input = req.input,
                           .seed = req.seed,
                           .finish_reason = std::string(engine::finish_reason_name(seq->finish_reason())),
+                          .stop_reason = std::nullopt,
                           .error = std::nullopt,
                           .num_prompt_tokens = seq->num_prompt_tokens(),
                           .output_token_ids = {seq->output_token_ids().begin(), seq->output_token_ids().end()},
+                          .text = std::nullopt,
                           .prefill_chunks = m.num_prefill_chunks,
                           .first_token_step = m.first_token_step >= 0 ? std::optional<int64_t>(m.first_token_step) : std::nullopt,
                           .finish_step = m.finish_step >= 0 ? std::optional<int64_t>(m.finish_step) : std::nullopt,
                           .preemptions = m.num_preemptions};
       const bool failed = seq->finish_reason() == engine::FinishReason::kError || seq->finish_reason() == engine::FinishReason::kAbort;
       if (failed && !seq->finish_message().empty()) record.error = seq->finish_message();
+      if (it->second.text && seq->finish_reason() != engine::FinishReason::kError) add_output_text(*it->second.text, *seq, record);
       ++outcome.requests_run;
       outcome.prompt_tokens += seq->num_prompt_tokens();
       outcome.output_tokens += seq->num_output_tokens();
@@ -186,8 +210,12 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
   auto on_processed = [&](const engine::ExecutedStep&, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing) {
     const auto now = Clock::now();
     for (const auto& token : committed) {
-      if (token.output_index != 0) continue;
-      if (auto it = live.find(token.seq_id); it != live.end() && !it->second.first_token) it->second.first_token = now;
+      auto it = live.find(token.seq_id);
+      if (it == live.end()) continue;
+      if (token.output_index == 0 && !it->second.first_token) it->second.first_token = now;
+      // The commit point of this token (process of its step): a stop string ends the request
+      // here, keeping every token up to this one; a step already in flight is discarded.
+      if (it->second.text && it->second.text->push(token.token_id)) scheduler.terminate(token.seq_id, engine::FinishReason::kStop, "stop string");
     }
     io::JsonWriter w;
     w.begin_object().key("step").value(timing.step).key("kind").value(engine::step_kind_name(timing.kind));
@@ -239,6 +267,7 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
           record.num_prompt_tokens = static_cast<int32_t>(sharding_tokens(item));  // `cat` inverts the sharding by it
           record.finish_reason = "abort";
           record.error = "job deadline of " + std::to_string(*o.deadline_s) + " s reached before the request started";
+          if (o.tokenizer) record.text = "";
         }
         write_record(index, record);
       }

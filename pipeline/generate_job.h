@@ -2,12 +2,15 @@
 // One rank's batch job: reads its share of the input lines, admits them gradually into the
 // scheduler (memory bounded by the admission window, not the input size), runs the step loop
 // to the end, and writes results in input order plus per-step metrics.
-// Owns: admission, the request -> record mapping, deadline and stop handling, progress.
+// Owns: admission, the request -> record mapping, output text and stop strings (checked as
+// each token is committed, ended through Scheduler::terminate), deadline and stop handling,
+// progress.
 // Does not own: policy (Scheduler), execution (StepExecutor), file formats (io/).
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +33,9 @@ struct JobOptions {
   uint64_t seed = 0;                     // job seed: derives the seeds of unseeded requests
   engine::Scheduler::Options scheduler;  // pool sizes, budgets, eos, max_model_len
   int64_t vocab_size = 0;                // token ids are checked against it
+  // From the model directory's tokenizer.json: text prompts, stop strings and each result's
+  // "text". Null: token-id prompts only, "text" is null.
+  std::shared_ptr<const io::Tokenizer> tokenizer;
   bool overlap = true;                   // zero-overhead scheduling (process N-1 during N)
   int rank = 0;
   int world_size = 1;

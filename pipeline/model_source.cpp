@@ -36,6 +36,8 @@ ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at:
     options.device = device;
     options.experts = experts_of(model::load_model_config(spec));
     source.weights = std::make_unique<model::ModelWeights>(model::load_checkpoint(spec, options));
+    const auto tokenizer_path = std::filesystem::path(spec) / "tokenizer.json";
+    if (std::filesystem::exists(tokenizer_path)) source.tokenizer = io::Tokenizer::load(tokenizer_path.string());
     w.begin_object().key("source").value("checkpoint").key("checkpoint").raw(checkpoint_fingerprint(spec)).end_object();
   }
   source.fingerprint_json = w.take();

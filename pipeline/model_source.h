@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "io/tokenizer.h"
 #include "model/weights.h"
 
 namespace deepinfer::pipeline {
@@ -16,9 +17,11 @@ namespace deepinfer::pipeline {
 struct ModelSource {
   std::unique_ptr<model::ModelWeights> weights;
   std::string fingerprint_json;  // {"source": ..., "config_sha256": ..., "checkpoint": ...} or the random spec
+  std::shared_ptr<const io::Tokenizer> tokenizer;  // the folder's tokenizer.json; null if none (and for random:)
 };
 
-// spec: a folder with config.json + safetensors, or "random:PATH/TO/config.json". With
+// spec: a folder with config.json + safetensors (+ an optional tokenizer.json, which the
+// checkpoint fingerprint covers like every *.json), or "random:PATH/TO/config.json". With
 // world_size > 1 only the routed experts of expert_range_for_rank(rank) are built or read.
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
                               int rank = 0, int world_size = 1);

@@ -12,10 +12,14 @@ std::string to_json(const ResultRecord& r) {
   w.key("seed");
   r.seed ? w.value(*r.seed) : w.null();
   w.key("finish_reason").value(r.finish_reason);
+  w.key("stop_reason");
+  r.stop_reason ? w.value(*r.stop_reason) : w.null();
   w.key("error");
   r.error ? w.value(*r.error) : w.null();
   w.key("num_prompt_tokens").value(r.num_prompt_tokens);
   w.key("output_token_ids").array(r.output_token_ids);
+  w.key("text");
+  r.text ? w.value(*r.text) : w.null();
   w.key("steps").begin_object();
   w.key("prefill_chunks").value(r.prefill_chunks);
   w.key("first_token_step");

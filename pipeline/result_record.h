@@ -1,6 +1,6 @@
 #pragma once
 // One line of results-*.jsonl.zst: what happened to one input line. Keys are written in a
-// fixed order so the same outcome always gives the same bytes (docs/output-format.md).
+// fixed order so the same outcome always gives the same bytes (README.md, "Inputs and outputs").
 // Owns: the record's fields and serialization. Does not own: deciding the outcome.
 
 #include <cstdint>
@@ -17,9 +17,11 @@ struct ResultRecord {
   io::InputLocation input;
   std::optional<uint64_t> seed;          // null for error records that never ran
   std::string finish_reason;             // "stop" | "length" | "abort" | "error"
+  std::optional<std::string> stop_reason;  // the stop string that ended the request
   std::optional<std::string> error;      // message for "error" (and why for "abort")
   int64_t num_prompt_tokens = 0;
   std::vector<int32_t> output_token_ids;
+  std::optional<std::string> text;       // decoded output (null: no tokenizer, or an error record)
   int64_t prefill_chunks = 0;
   std::optional<int64_t> first_token_step;
   std::optional<int64_t> finish_step;

@@ -90,6 +90,23 @@ TEST(OutputVerifyTest, StepMetricsDifferencesAreReportedNotFailed) {
   EXPECT_NE(report.message.find("1 differ only in their step metrics"), std::string::npos) << report.message;
 }
 
+TEST(OutputVerifyTest, TextAndStopReasonArePartOfTheOutcome) {
+  testing::TempDir tmp;
+  const std::string a = R"({"id":"a","finish_reason":"stop","stop_reason":"x","output_token_ids":[1],"text":"ab","steps":{"finish_step":3}})";
+  write_dir(tmp.file("a"), {a}, "{}");
+  for (const std::string field : {R"("text":"ac")", R"("stop_reason":"y")"}) {
+    std::string b = a;
+    const std::string key = field.substr(0, field.find(':') + 1);
+    const auto at = b.find(key);
+    b.replace(at, b.find(',', at) - at, field);
+    io::remove_tree(tmp.file("b"));
+    write_dir(tmp.file("b"), {b}, "{}");
+    const auto report = verify_output_dirs(tmp.file("a"), tmp.file("b"));
+    EXPECT_EQ(report.exit_code(), 1) << field;
+    EXPECT_NE(report.message.find("field '" + key.substr(1, key.size() - 3) + "'"), std::string::npos) << report.message;
+  }
+}
+
 TEST(OutputVerifyTest, JsonWithoutField) {
   EXPECT_EQ(json_without_field(R"({"id": "a\"b", "steps": {"x": 1}, "n": [1, 2]})", "steps"), R"({"id":"a\"b","n":[1,2]})");
   EXPECT_EQ(json_without_field(R"({"steps": 1})", "steps"), "{}");

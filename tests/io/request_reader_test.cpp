@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "io/tiny_tokenizer.h"
+#include "io/tokenizer.h"
 #include "tests/testing/temp_dir.h"
 
 namespace deepinfer::io {
@@ -124,6 +128,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "max_tokens": 5, "max_tokens": 6})", "field 'max_tokens' appears twice"},
         BadCase{R"({"prompt_token_ids": [1], "n": 2})", "field 'n'"},
         BadCase{R"({"prompt": "hello"})", "text prompts need the tokenizer"},
+        BadCase{R"({"prompt_token_ids": [1], "stop": ["x"]})", "field 'stop' (stop strings) needs the tokenizer"},
+        BadCase{R"({"prompt_token_ids": [1], "stop": "x"})", "field 'stop' (stop strings) needs the tokenizer"},
+        BadCase{R"({"prompt_token_ids": [1], "stop": 5})", "field 'stop' must be a string, an array of strings or null"},
+        BadCase{R"({"prompt_token_ids": [1], "stop": ["a", 2]})", "field 'stop'[1] must be a string, got an integer"},
+        BadCase{R"({"prompt_token_ids": [1], "stop": [""]})", "field 'stop'[0] is an empty stop string"},
+        BadCase{R"({"prompt_token_ids": [1], "add_special_tokens": 1})", "field 'add_special_tokens' must be a boolean"},
         BadCase{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"prompt": [1]}})", "only \"/v1/completions\""},
         BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})", "field 'method' must be \"POST\""},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions"})", "missing object field 'body'"},
@@ -135,6 +145,60 @@ TEST(RequestLineTest, ErrorKeepsTheIdWhenReadable) {
   ASSERT_TRUE(std::holds_alternative<RequestError>(item));
   EXPECT_EQ(std::get<RequestError>(item).id, "keep-me");
   EXPECT_EQ(std::get<RequestError>(item).input.line, 7);
+}
+
+TEST(RequestLineTest, EmptyOrNullStopNeedsNoTokenizer) {
+  EXPECT_TRUE(ok(parse(R"({"prompt_token_ids": [1], "stop": null})")).stop.empty());
+  EXPECT_TRUE(ok(parse(R"({"prompt_token_ids": [1], "stop": []})")).stop.empty());
+}
+
+std::shared_ptr<const Tokenizer> tiny_tokenizer() {
+  static const auto tokenizer = Tokenizer::from_json(tiny_tokenizer_json(512), "tiny");
+  return tokenizer;
+}
+
+RequestItem parse_with_tokenizer(std::string_view line, int64_t vocab = 512) {
+  return parse_request_line(line, InputLocation{"in.jsonl", 7}, RequestParseOptions{.vocab_size = vocab, .tokenizer = tiny_tokenizer()});
+}
+
+TEST(RequestLineTest, TextPromptIsTokenizedWithTheTemplateByDefault) {
+  const std::string text = "Hello world, the quick brown fox.";
+  const auto with_bos = tiny_tokenizer()->encode(text, /*add_special_tokens=*/true);
+  const auto without = tiny_tokenizer()->encode(text, /*add_special_tokens=*/false);
+  ASSERT_EQ(with_bos.size(), without.size() + 1);
+  ASSERT_EQ(with_bos.front(), kTinyBosId);
+
+  const RequestLine r = ok(parse_with_tokenizer(R"({"id": "t", "prompt": ")" + text + R"("})"));
+  EXPECT_EQ(r.prompt_token_ids, with_bos);
+  ASSERT_TRUE(r.prompt_text.has_value());
+  EXPECT_EQ(*r.prompt_text, text);
+  EXPECT_TRUE(r.add_special_tokens);
+  EXPECT_EQ(tiny_tokenizer()->decode(r.prompt_token_ids, /*skip_special_tokens=*/true), text);
+
+  const RequestLine plain = ok(parse_with_tokenizer(R"({"prompt": ")" + text + R"(", "add_special_tokens": false})"));
+  EXPECT_EQ(plain.prompt_token_ids, without);
+  // Token-id prompts are taken as given: add_special_tokens does not apply to them.
+  EXPECT_EQ(ok(parse_with_tokenizer(R"({"prompt_token_ids": [7, 8], "add_special_tokens": true})")).prompt_token_ids,
+            (std::vector<int32_t>{7, 8}));
+}
+
+TEST(RequestLineTest, OpenAiBodyTextPromptAndStopStrings) {
+  const RequestLine r = ok(parse_with_tokenizer(R"({"custom_id": "c", "url": "/v1/completions",
+      "body": {"prompt": "caf\u00e9 au lait", "stop": ["\n\n", "lait"], "add_special_tokens": false}})"));
+  EXPECT_EQ(r.prompt_token_ids, tiny_tokenizer()->encode("caf\xC3\xA9 au lait", /*add_special_tokens=*/false));
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "lait"}));
+  EXPECT_EQ(ok(parse_with_tokenizer(R"({"prompt": "x", "stop": "end"})")).stop, (std::vector<std::string>{"end"}));
+}
+
+TEST(RequestLineTest, TextPromptOutsideTheModelVocabularyIsAnError) {
+  // The tiny tokenizer's merges have ids >= 258; a model of 300 ids cannot take all of them.
+  const std::string text = "the people of the town went out to the market";
+  int32_t largest = 0;
+  for (int32_t id : tiny_tokenizer()->encode(text, true)) largest = std::max(largest, id);
+  ASSERT_GE(largest, 300);
+  const std::string message = error_of(parse_with_tokenizer(R"({"prompt": ")" + text + R"("})", /*vocab=*/300));
+  EXPECT_NE(message.find("in.jsonl:7: field 'prompt' encodes to token id"), std::string::npos) << message;
+  EXPECT_NE(message.find("outside the model's vocabulary of 300"), std::string::npos) << message;
 }
 
 std::vector<RequestItem> read_all(const std::vector<std::string>& files, RequestReader::Options options = {}) {

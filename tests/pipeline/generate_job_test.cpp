@@ -1,5 +1,5 @@
 // The one-rank job end to end with the fake executor: ordering, error records, reruns,
-// preemption, resume after an interruption, the deadline.
+// preemption, resume after an interruption, the deadline, text prompts and stop strings.
 #include "pipeline/generate_job.h"
 
 #include <gtest/gtest.h>
@@ -8,9 +8,15 @@
 #include <filesystem>
 #include <random>
 
+#include <simdjson.h>
+
 #include "io/durable_file.h"
+#include "io/json_writer.h"
 #include "io/output_verify.h"
 #include "io/record_file.h"
+#include "io/tiny_tokenizer.h"
+#include "io/tokenizer.h"
+#include "io/utf8.h"
 #include "tests/pipeline/fake_step_executor.h"
 #include "tests/testing/temp_dir.h"
 
@@ -51,7 +57,7 @@ JobOptions options_for(const std::string& input, const std::string& out, int32_t
 
 engine::FakeExecutor::Options fake_for(const JobOptions& o) {
   return {.block_size = o.scheduler.block_size, .num_blocks = o.scheduler.num_blocks, .num_slots = o.scheduler.num_slots,
-          .vocab_size = kVocab, .delay_steps = 0};
+          .vocab_size = static_cast<int32_t>(o.vocab_size), .delay_steps = 0};
 }
 
 JobOutcome run(const JobOptions& o, const std::function<void(const engine::SchedulerOutput&)>& hook = nullptr) {
@@ -181,6 +187,165 @@ TEST(GenerateJobTest, DeadlineAbortsWhatIsLeft) {
   ASSERT_EQ(records.size(), 30u);
   for (const auto& r : records) EXPECT_NE(r.find("\"finish_reason\":\"abort\""), std::string::npos) << r;
   EXPECT_FALSE(outcome.interrupted);
+}
+
+// --- Text prompts and stop strings (the tiny tokenizer; the fake executor draws from its 512 ids).
+
+std::shared_ptr<const io::Tokenizer> tiny_tokenizer() {
+  static const auto tokenizer = io::Tokenizer::from_json(io::tiny_tokenizer_json(512), "tiny");
+  return tokenizer;
+}
+
+// The bytes of the ids the tokenizer knows, special tokens skipped (what "text" decodes).
+std::string decode_known(const std::vector<int32_t>& ids) {
+  std::vector<int32_t> known;
+  for (int32_t id : ids)
+    if (tiny_tokenizer()->contains(id)) known.push_back(id);
+  return tiny_tokenizer()->decode(known, /*skip_special_tokens=*/true);
+}
+
+JobOptions text_options_for(const std::string& input, const std::string& out, int32_t num_blocks) {
+  JobOptions o = options_for(input, out, num_blocks);
+  o.vocab_size = 512;
+  o.tokenizer = tiny_tokenizer();
+  return o;
+}
+
+struct Result {
+  std::string id, finish_reason;
+  std::optional<std::string> stop_reason, text;
+  std::vector<int32_t> ids;
+  int64_t num_prompt_tokens = 0;
+};
+
+Result parse_result(const std::string& record) {
+  simdjson::dom::parser parser;
+  const simdjson::dom::element r = parser.parse(record);
+  Result out;
+  out.id = std::string(r["id"].get_string().value());
+  out.finish_reason = std::string(r["finish_reason"].get_string().value());
+  if (!r["stop_reason"].is_null()) out.stop_reason = std::string(r["stop_reason"].get_string().value());
+  if (!r["text"].is_null()) out.text = std::string(r["text"].get_string().value());
+  for (const int64_t id : r["output_token_ids"].get_array()) out.ids.push_back(static_cast<int32_t>(id));
+  out.num_prompt_tokens = r["num_prompt_tokens"].get_int64().value();
+  return out;
+}
+
+std::vector<Result> parsed_results(const std::string& out) {
+  std::vector<Result> parsed;
+  for (const auto& record : results(out)) parsed.push_back(parse_result(record));
+  return parsed;
+}
+
+// Text prompts of 1-60 random words; `stops[i]`, when set, becomes request i's "stop".
+std::string make_text_input(const deepinfer::testing::TempDir& dir, const std::string& name, int n,
+                            const std::vector<std::string>& stops = {}) {
+  static const char* const kWords[] = {"the", "people", "market", "token", "model", "fox", "dog", "42", "café", "über", "x"};
+  std::mt19937 rng(99);
+  std::string text;
+  for (int i = 0; i < n; ++i) {
+    std::string prompt;
+    for (int w = 1 + static_cast<int>(rng() % 60); w > 0; --w) prompt += std::string(prompt.empty() ? "" : " ") + kWords[rng() % std::size(kWords)];
+    text += "{\"id\": \"t" + std::to_string(i) + "\", \"prompt\": " + io::json_escape(prompt) + ", \"max_tokens\": " +
+            std::to_string(8 + rng() % 40) + (i % 2 ? ", \"seed\": " + std::to_string(i) : std::string(", \"temperature\": 0"));
+    if (i % 5 == 4) text += ", \"add_special_tokens\": false";
+    if (static_cast<std::size_t>(i) < stops.size() && !stops[i].empty()) text += ", \"stop\": [\"never\", " + io::json_escape(stops[i]) + "]";
+    text += "}\n";
+  }
+  return dir.write(name, text);
+}
+
+TEST(GenerateJobTextTest, ResultsCarryTheDecodedText) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_text_input(dir, "in.jsonl", 30);
+  run(text_options_for(input, dir.file("out"), 64));
+  const auto parsed = parsed_results(dir.file("out"));
+  ASSERT_EQ(parsed.size(), 30u);
+  int with_text = 0;
+  for (const auto& r : parsed) {
+    ASSERT_TRUE(r.text.has_value()) << r.id;
+    EXPECT_FALSE(r.stop_reason.has_value()) << r.id;
+    EXPECT_EQ(*r.text, io::to_valid_utf8(decode_known(r.ids))) << r.id;
+    with_text += !r.text->empty();
+  }
+  EXPECT_GT(with_text, 20);
+  // Without a tokenizer the same lines are error records, and token-id results have "text": null.
+  auto plain = options_for(input, dir.file("plain"), 64);
+  plain.vocab_size = 512;
+  run(plain);
+  for (const auto& r : parsed_results(dir.file("plain"))) {
+    EXPECT_EQ(r.finish_reason, "error");
+    EXPECT_FALSE(r.text.has_value());
+  }
+  run(options_for(make_input(dir, 3), dir.file("ids"), 64));
+  for (const auto& r : parsed_results(dir.file("ids"))) {
+    EXPECT_NE(r.finish_reason, "error") << r.id;
+    EXPECT_FALSE(r.text.has_value()) << r.id;
+  }
+}
+
+// Stop strings taken from a first run's text end each request at the token that completes
+// them: tokens up to that one are kept, the text is cut before the string, and the result is
+// the same with preemption (a small pool), without overlap, and on a rerun.
+TEST(GenerateJobTextTest, StopStringsCutTextAndTokensIndependentOfTheSchedule) {
+  deepinfer::testing::TempDir dir;
+  constexpr int kRequests = 40;
+  run(text_options_for(make_text_input(dir, "free.jsonl", kRequests), dir.file("free"), 256));
+  const auto free = parsed_results(dir.file("free"));
+  ASSERT_EQ(free.size(), static_cast<std::size_t>(kRequests));
+  std::mt19937 rng(5);
+  std::vector<std::string> stops(kRequests);
+  for (int i = 0; i < kRequests; ++i) {
+    const std::string& text = *free[i].text;
+    std::vector<std::size_t> starts;  // character starts, the last character left out (it may be a final U+FFFD)
+    for (std::size_t pos = 0; pos < text.size(); pos += static_cast<std::size_t>(io::utf8_step(text, pos))) starts.push_back(pos);
+    if (starts.size() < 4) continue;
+    const std::size_t first = starts.size() / 3 + rng() % (starts.size() / 3);
+    const std::size_t last = std::min(starts.size() - 1, first + 1 + rng() % 4);
+    stops[i] = text.substr(starts[first], starts[last] - starts[first]);
+  }
+  const auto input = make_text_input(dir, "stop.jsonl", kRequests, stops);
+  run(text_options_for(input, dir.file("stop"), 256));
+  const auto stopped = parsed_results(dir.file("stop"));
+  ASSERT_EQ(stopped.size(), free.size());
+  int checked = 0, shorter = 0;
+  for (int i = 0; i < kRequests; ++i) {
+    const Result &a = free[i], &b = stopped[i];
+    if (stops[i].empty()) {
+      EXPECT_EQ(b.ids, a.ids) << b.id;
+      continue;
+    }
+    ++checked;
+    EXPECT_EQ(b.finish_reason, "stop") << b.id;
+    EXPECT_EQ(b.stop_reason, stops[i]) << b.id;
+    EXPECT_EQ(*b.text, a.text->substr(0, a.text->find(stops[i]))) << b.id;
+    ASSERT_LE(b.ids.size(), a.ids.size()) << b.id;
+    EXPECT_TRUE(std::equal(b.ids.begin(), b.ids.end(), a.ids.begin())) << b.id << ": the kept tokens are a prefix";
+    // The last kept token completes the stop string: without it the bytes do not hold it
+    // (checked where the string has no U+FFFD, which only the lossy text has).
+    const std::vector<int32_t> before(b.ids.begin(), b.ids.end() - 1);
+    if (stops[i].find("\xEF\xBF\xBD") == std::string::npos) {
+      EXPECT_EQ(decode_known(before).find(stops[i]), std::string::npos) << b.id;
+    }
+    shorter += b.ids.size() < a.ids.size();
+  }
+  EXPECT_GT(checked, 25);
+  EXPECT_GT(shorter, checked / 2);
+
+  auto small = text_options_for(input, dir.file("small"), 34);  // preempts
+  const auto small_outcome = run(small);
+  EXPECT_GT(small_outcome.preemptions, 0);
+  auto serial = text_options_for(input, dir.file("serial"), 256);
+  serial.overlap = false;
+  serial.scheduler.max_num_seqs = 3;
+  run(serial);
+  run(text_options_for(input, dir.file("again"), 256));
+  EXPECT_EQ(io::read_file(dir.file("stop") + "/results-00000-of-00001.jsonl.zst"),
+            io::read_file(dir.file("again") + "/results-00000-of-00001.jsonl.zst"));
+  for (const char* other : {"small", "serial"}) {
+    const auto report = io::verify_output_dirs(dir.file("stop"), dir.file(other));
+    EXPECT_EQ(report.exit_code(), 0) << other << ": " << report.message;
+  }
 }
 
 }  // namespace
