@@ -1,5 +1,7 @@
 #include "engine/model_runner.h"
 
+#include <cmath>
+
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -96,7 +98,33 @@ ModelRunner::ModelRunner(const model::ModelWeights& weights, model::ExpertCommun
       cache_(weights.config(), model::ModelCache::Options{.num_blocks = options.num_blocks,
                                                           .num_slots = options.num_slots,
                                                           .dtype = options.dtype,
-                                                          .device = options.device}) {}
+                                                          .device = options.device}) {
+  if (!options_.debug_logits_path.empty()) {
+    debug_logits_.reset(std::fopen(options_.debug_logits_path.c_str(), "w"));
+    TORCH_CHECK(debug_logits_ != nullptr, "ModelRunner: cannot open the debug logits file ", options_.debug_logits_path);
+  }
+}
+
+namespace {
+
+void dump_logits(std::FILE* file, const at::Tensor& logits, const std::vector<SamplingRow>& rows) {
+  const at::Tensor host = logits.to(at::kCPU, at::kFloat).contiguous();
+  const float* data = host.data_ptr<float>();
+  const int64_t vocab = host.size(1);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    std::fprintf(file, "{\"seed\": %llu, \"position\": %lld, \"logits\": [", static_cast<unsigned long long>(rows[r].seed),
+                 static_cast<long long>(rows[r].position));
+    for (int64_t v = 0; v < vocab; ++v) {
+      const double x = data[r * vocab + v];
+      if (v) std::fputs(", ", file);
+      if (std::isfinite(x)) std::fprintf(file, "%.9g", x); else std::fputs("null", file);
+    }
+    std::fprintf(file, "]}\n");
+  }
+  std::fflush(file);
+}
+
+}  // namespace
 
 std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   TORCH_CHECK(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
@@ -137,6 +165,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   SampleResult sampled;
   if (!rows.empty()) {
     const at::Tensor logits = model_.forward(batch, cache_);  // [S, vocab] float32
+    if (debug_logits_) dump_logits(debug_logits_.get(), logits, sampling);
     const SamplingBatch params = SamplingBatch::from_rows(sampling, config().vocab_size).to(options_.device, /*non_blocking=*/true);
     sampled = sample(logits, params);
   } else {

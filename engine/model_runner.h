@@ -10,7 +10,9 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <string>
 #include <unordered_map>
 
 #include "engine/step_executor.h"
@@ -26,6 +28,11 @@ class ModelRunner final : public StepExecutor {
     at::ScalarType dtype = at::kFloat;
     at::Device device = at::kCPU;
     model::DeepseekV4Model::Options model;
+    // Debugging: when set, every sampled row's logits are appended to this file as JSONL
+    // {"seed": S, "position": P, "logits": [...]} (a host copy per step: slow). Rows are keyed
+    // by (sequence seed, output position), which names the same token in any batch, rank or
+    // rerun, so two runs' dumps can be compared (tests/launch/mpi_generate_test.sh does).
+    std::string debug_logits_path;
   };
   // `weights` and `comm` must outlive the runner.
   ModelRunner(const model::ModelWeights& weights, model::ExpertCommunicator& comm, Options options);
@@ -44,6 +51,7 @@ class ModelRunner final : public StepExecutor {
   at::Tensor last_tokens_;                          // [S] int64 on the device: step N-1's samples
   std::unordered_map<SeqId, int64_t> last_rows_;    // sequence -> row of last_tokens_
   int64_t last_step_ = -1;
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> debug_logits_{nullptr, &std::fclose};
 };
 
 }  // namespace deepinfer::engine

@@ -1,6 +1,7 @@
 // `deepinfer generate`, `deepinfer bench` and `deepinfer init-model`.
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -31,6 +32,13 @@ extern "C" void on_stop_signal(int signal) {
 
 void print_progress(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
+// DEEPINFER_DEBUG_LOGITS=PREFIX: each rank dumps its sampled rows' logits to
+// PREFIX.rank-R.jsonl (engine/model_runner.h); unset: no dump.
+std::string debug_logits_path(int rank) {
+  const char* prefix = std::getenv("DEEPINFER_DEBUG_LOGITS");
+  return prefix != nullptr && *prefix ? std::string(prefix) + ".rank-" + std::to_string(rank) + ".jsonl" : std::string();
+}
+
 struct Running {
   pipeline::ModelSource model;
   std::unique_ptr<model::ExpertCommunicator> comm;
@@ -59,7 +67,7 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
   running->runner = std::make_unique<engine::ModelRunner>(
       *running->model.weights, *running->comm,
       engine::ModelRunner::Options{.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
-                                   .device = device, .model = {}});
+                                   .device = device, .model = {}, .debug_logits_path = debug_logits_path(mpi.rank())});
   return running;
 }
 
@@ -107,7 +115,9 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   const auto outcomes = mpi.gather_outcomes(outcome);
   if (mpi.rank() != 0) return 0;
   pipeline::write_manifest(output, job.job_json, mpi.world_size());
-  const std::string throughput = pipeline::write_summary(output, outcomes, hardware_description(device));
+  const std::string throughput = pipeline::write_summary(
+      output, outcomes,
+      mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device) : hardware_description(device));
   std::printf("%s\n", throughput.c_str());
   int64_t records = 0;
   for (const auto& o : outcomes) records += o.records;

@@ -1,5 +1,14 @@
 #include "model/hyper_connection.h"
 
+#include <cstdlib>
+
+#if DEEPINFER_CUDA_KERNELS
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "model/cuda/sinkhorn.h"
+#endif
+
 namespace deepinfer::model {
 namespace {
 
@@ -20,15 +29,35 @@ HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& 
   HcMix out;
   out.pre = at::sigmoid(mix.narrow(1, 0, n) * scale[0] + base.narrow(0, 0, n)) + eps;
   out.post = 2.0 * at::sigmoid(mix.narrow(1, n, n) * scale[1] + base.narrow(0, n, n));
-  at::Tensor comb = mix.narrow(1, 2 * n, n * n).reshape({T, n, n}) * scale[2] + base.narrow(0, 2 * n, n * n).reshape({n, n});
-  comb = at::softmax(comb, -1) + eps;
+  const at::Tensor comb = mix.narrow(1, 2 * n, n * n).reshape({T, n, n}) * scale[2] + base.narrow(0, 2 * n, n * n).reshape({n, n});
+  out.comb = sinkhorn(comb, config.hc_sinkhorn_iters, eps);
+  return out;
+}
+
+at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps) {
+  at::Tensor comb = at::softmax(logits, -1) + eps;
   comb = comb / (comb.sum(-2, /*keepdim=*/true) + eps);
-  for (int64_t i = 1; i < config.hc_sinkhorn_iters; ++i) {
+  for (int64_t i = 1; i < iters; ++i) {
     comb = comb / (comb.sum(-1, /*keepdim=*/true) + eps);
     comb = comb / (comb.sum(-2, /*keepdim=*/true) + eps);
   }
-  out.comb = comb;
-  return out;
+  return comb;
+}
+
+at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps) {
+#if DEEPINFER_CUDA_KERNELS
+  const int64_t n = logits.size(-1);
+  if (logits.is_cuda() && logits.scalar_type() == at::kFloat && (n == 1 || n == 2 || n == 4 || n == 8) && iters >= 1 &&
+      std::getenv("DEEPINFER_SINKHORN_ATEN") == nullptr) {
+    const at::Tensor in = logits.contiguous();
+    at::Tensor out = at::empty_like(in);
+    const c10::cuda::CUDAGuard guard(in.device());
+    cuda::sinkhorn(in.data_ptr<float>(), out.data_ptr<float>(), in.numel() / (n * n), static_cast<int>(n), static_cast<int>(iters),
+                   static_cast<float>(eps), c10::cuda::getCurrentCUDAStream().stream());
+    return out;
+  }
+#endif
+  return sinkhorn_reference(logits, iters, eps);
 }
 
 at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre) {

@@ -26,6 +26,13 @@ at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre);
 // new[k] = post[k] y + sum_j comb[j][k] streams[j] -> [T, n, D] in streams' dtype. y [T, D].
 at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix);
 
+// comb logits [T, n, n] float32 -> softmax over the last dim + eps, then Sinkhorn: divide by
+// column sums + eps, then (iters - 1) times by row sums + eps and column sums + eps.
+// sinkhorn() runs the CUDA kernel (model/cuda/sinkhorn.h) for CUDA tensors in the CUDA build
+// (DEEPINFER_SINKHORN_ATEN set: the ATen path instead), else sinkhorn_reference() (ATen).
+at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps);
+at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps);
+
 // Final collapse with hc_head_fn [n, n D], hc_head_base [n], hc_head_scale [1] -> [T, D].
 at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config);
 

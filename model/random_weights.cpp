@@ -1,6 +1,9 @@
 #include "model/random_weights.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#if DEEPINFER_CUDA_KERNELS
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+#endif
 
 #include <cmath>
 
@@ -30,25 +33,43 @@ bool ends_with(std::string_view text, std::string_view suffix) {
 }
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
 
-at::Tensor normal(at::Generator& gen, at::IntArrayRef shape, double mean, double std) {
-  return at::randn(shape, gen, at::TensorOptions().dtype(at::kFloat)).mul_(std).add_(mean);
+// The generator of one tensor: CPU (mt19937) or, on a CUDA device, the GPU's Philox generator.
+at::Generator make_generator(uint64_t seed, at::Device device) {
+#if DEEPINFER_CUDA_KERNELS
+  if (device.is_cuda()) {
+    at::Generator gen = at::make_generator<at::CUDAGeneratorImpl>(device.index());
+    gen.set_current_seed(seed);
+    return gen;
+  }
+#endif
+  TORCH_CHECK(device.is_cpu(), "random_tensor: drawing on ", device, " needs the CUDA build");
+  return at::detail::createCPUGenerator(seed);
 }
-at::Tensor uniform(at::Generator& gen, at::IntArrayRef shape, double low, double high) {
-  return at::rand(shape, gen, at::TensorOptions().dtype(at::kFloat)).mul_(high - low).add_(low);
+
+struct Draw {
+  at::Generator gen;
+  at::TensorOptions options;  // float32 on the drawing device
+};
+
+at::Tensor normal(Draw& d, at::IntArrayRef shape, double mean, double std) {
+  return at::randn(shape, d.gen, d.options).mul_(std).add_(mean);
+}
+at::Tensor uniform(Draw& d, at::IntArrayRef shape, double low, double high) {
+  return at::rand(shape, d.gen, d.options).mul_(high - low).add_(low);
 }
 
 }  // namespace
 
-at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint64_t seed) {
+at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint64_t seed, at::Device device) {
   TORCH_CHECK(spec.kind != WeightKind::kFp8Scale && spec.kind != WeightKind::kFp4Scale, "random_tensor: ", spec.name,
               " is a quantization scale; draw its weight instead");
-  at::Generator gen = at::detail::createCPUGenerator(splitmix64(seed ^ fnv1a(spec.name)));
+  Draw gen{make_generator(splitmix64(seed ^ fnv1a(spec.name)), device), at::TensorOptions().dtype(at::kFloat).device(device)};
   const std::string& name = spec.name;
   const at::IntArrayRef shape = spec.logical_shape;
   if (ends_with(name, "tid2eid")) {
     // Each row: k distinct experts (a prefix of a random permutation).
     const int64_t rows = shape[0], k = shape[1];
-    const at::Tensor keys = at::rand({rows, config.n_routed_experts}, gen, at::TensorOptions().dtype(at::kFloat));
+    const at::Tensor keys = at::rand({rows, config.n_routed_experts}, gen.gen, gen.options);
     return std::get<1>(keys.topk(k, /*dim=*/1)).contiguous();
   }
   if (ends_with(name, "hc_attn_fn") || ends_with(name, "hc_ffn_fn") || name == "hc_head_fn") {
@@ -73,20 +94,21 @@ ModelWeights random_weights(const ModelConfig& config, const WeightFormat& forma
   const at::ScalarType dtype = format.dense_dtype == io::DType::kF32 ? at::kFloat : at::kBFloat16;
   const ExpertRange range = experts.value_or(ExpertRange{0, config.n_routed_experts});
   ModelWeights weights(ModelWeights::Options{config, dtype, device, range});
+  const at::Device draw = device.is_cuda() ? device : at::Device(at::kCPU);
   for (const WeightSpec& spec : weight_specs(config, format, range)) {
     switch (spec.kind) {
       case WeightKind::kFp8Scale:
       case WeightKind::kFp4Scale: break;
       case WeightKind::kFloat32:
-      case WeightKind::kInt64: weights.set(spec.name, random_tensor(config, spec, seed)); break;
-      case WeightKind::kDense: weights.set(spec.name, random_tensor(config, spec, seed).to(dtype)); break;
+      case WeightKind::kInt64: weights.set(spec.name, random_tensor(config, spec, seed, draw)); break;
+      case WeightKind::kDense: weights.set(spec.name, random_tensor(config, spec, seed, draw).to(dtype)); break;
       case WeightKind::kFp8Weight: {
-        auto [codes, scale] = quantize_fp8_blockwise(random_tensor(config, spec, seed));
+        auto [codes, scale] = quantize_fp8_blockwise(random_tensor(config, spec, seed, draw));
         weights.set(spec.name, dequant_fp8_blockwise(codes, scale, dtype));
         break;
       }
       case WeightKind::kFp4Weight: {
-        auto [packed, scale] = quantize_fp4(random_tensor(config, spec, seed));
+        auto [packed, scale] = quantize_fp4(random_tensor(config, spec, seed, draw));
         weights.set(spec.name, packed);
         weights.set(scale_name(spec.name), scale);
         break;

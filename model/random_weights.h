@@ -1,8 +1,10 @@
 #pragma once
 // Deterministic random weights for a config: the tiny test models and `init-model`.
-// Each tensor is drawn on the CPU from its own generator seeded by (seed, tensor name), so
-// a value never depends on the expert range, the device or the order of generation; then
-// moved to the device. Values are non-degenerate as deepseek-v4.md §1.2 asks: random
+// Each tensor is drawn from its own generator seeded by (seed, tensor name), so a value never
+// depends on the expert range or the order of generation. On the CPU the generator is
+// mt19937; on a CUDA device (CUDA build) each tensor is drawn there with Philox, because the
+// CPU needs many minutes for the ~25G parameters of v4-flash-slice: the values then depend on
+// the device type (deterministic for it), and init-model's checkpoints are always CPU draws. Values are non-degenerate as deepseek-v4.md §1.2 asks: random
 // tid2eid rows (distinct experts per row), routing bias, sinks, compressor position biases,
 // mHC base and scale, norm weights around 1.
 // With format.fp8_linears the FP8 linears are rounded through FP8 (quantize + dequantize),
@@ -27,6 +29,6 @@ ModelWeights random_weights(const ModelConfig& config, const WeightFormat& forma
 
 // The float32 value of one spec's tensor in logical shape (before any quantization), as
 // random_weights draws it. Exposed for the checkpoint writer and tests.
-at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint64_t seed);
+at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint64_t seed, at::Device device = at::kCPU);
 
 }  // namespace deepinfer::model

@@ -23,6 +23,9 @@ struct ModelSource {
 // spec: a folder with config.json + safetensors (+ an optional tokenizer.json, which the
 // checkpoint fingerprint covers like every *.json), or "random:PATH/TO/config.json". With
 // world_size > 1 only the routed experts of expert_range_for_rank(rank) are built or read.
+// random: follows the storage format the config announces ("expert_dtype": "fp4" -> packed FP4
+// routed experts; "quantization_config" fp8 -> FP8-rounded linears), as a checkpoint would,
+// and draws on the device (random_weights.h).
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
                               int rank = 0, int world_size = 1);
 
