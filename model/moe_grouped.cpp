@@ -34,7 +34,9 @@ bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const a
   const ModelConfig& c = weights.config();
   if (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0 || weights.experts().size() == 0) return false;
   const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
-  return w1.scalar_type() == at::kByte;
+  if (w1.scalar_type() == at::kByte) return true;
+  const int64_t stacked_bytes = weights.experts().size() * 3 * c.moe_intermediate_size * c.hidden_size * 2;
+  return w1.scalar_type() == at::kBFloat16 && stacked_bytes <= kMaxStackedBytes;
 #else
   (void)weights, (void)layer, (void)x;
   return false;
@@ -62,6 +64,18 @@ const ExpertWorkspace::LayerTables& ExpertWorkspace::tables(const ModelWeights& 
   return tables_.emplace(layer, std::move(t)).first->second;
 }
 
+const ExpertWorkspace::Stacked& ExpertWorkspace::stacked(const ModelWeights& weights, int64_t layer) {
+  auto found = stacked_.find(layer);
+  if (found != stacked_.end()) return found->second;
+  std::vector<at::Tensor> w13, w2;
+  for (int64_t e = weights.experts().first; e < weights.experts().last; ++e) {
+    const std::string prefix = expert_prefix(layer, e);
+    w13.push_back(at::cat({weights.get(prefix + "w1.weight"), weights.get(prefix + "w3.weight")}, 0));
+    w2.push_back(weights.get(prefix + "w2.weight"));
+  }
+  return stacked_.emplace(layer, Stacked{at::stack(w13), at::stack(w2)}).first->second;
+}
+
 at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                                            const at::Tensor& routing_weights) {
 #if DEEPINFER_CUDA_KERNELS
@@ -80,30 +94,39 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   const at::Tensor tokens = at::div(order, k, "floor");
   const at::Tensor xs = x.index_select(0, tokens);  // [P, D]
 
-  const LayerTables& t = tables(weights, layer);
-  if (!w13_.defined() || w13_.size(0) != E) {
-    w13_ = at::empty({E, 2 * I, D}, x.options());
-    w2_ = at::empty({E, D, I}, x.options());
+  at::Tensor w13, w2;
+  if (weights.get(expert_prefix(layer, owned.first) + "w1.weight").scalar_type() == at::kByte) {
+    const LayerTables& t = tables(weights, layer);
+    if (!w13_.defined() || w13_.size(0) != E) {
+      w13_ = at::empty({E, 2 * I, D}, x.options());
+      w2_ = at::empty({E, D, I}, x.options());
+    }
+    const c10::cuda::CUDAGuard guard(x.device());
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+    const at::Tensor active13 = counts.repeat_interleave(2);
+    cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w13_packed.data_ptr<int64_t>()),
+                              reinterpret_cast<const uint64_t*>(t.w13_scale.data_ptr<int64_t>()), active13.data_ptr<int64_t>(), 2 * E, I,
+                              D, reinterpret_cast<uint16_t*>(w13_.data_ptr()), stream);
+    cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w2_packed.data_ptr<int64_t>()),
+                              reinterpret_cast<const uint64_t*>(t.w2_scale.data_ptr<int64_t>()), counts.data_ptr<int64_t>(), E, D, I,
+                              reinterpret_cast<uint16_t*>(w2_.data_ptr()), stream);
+    w13 = w13_;
+    w2 = w2_;
+  } else {
+    const Stacked& s = stacked(weights, layer);
+    w13 = s.w13;
+    w2 = s.w2;
   }
-  const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
-  const at::Tensor active13 = counts.repeat_interleave(2);
-  cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w13_packed.data_ptr<int64_t>()),
-                            reinterpret_cast<const uint64_t*>(t.w13_scale.data_ptr<int64_t>()), active13.data_ptr<int64_t>(), 2 * E, I, D,
-                            reinterpret_cast<uint16_t*>(w13_.data_ptr()), stream);
-  cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w2_packed.data_ptr<int64_t>()),
-                            reinterpret_cast<const uint64_t*>(t.w2_scale.data_ptr<int64_t>()), counts.data_ptr<int64_t>(), E, D, I,
-                            reinterpret_cast<uint16_t*>(w2_.data_ptr()), stream);
 
   // The same math as swiglu_mlp (ops.h), over all experts at once.
-  const at::Tensor h = compat::grouped_mm(xs, w13_.transpose(1, 2), offs);  // [P, 2I]
+  const at::Tensor h = compat::grouped_mm(xs, w13.transpose(1, 2), offs);  // [P, 2I]
   at::Tensor gate = h.narrow(1, 0, I), up = h.narrow(1, I, I);
   if (c.swiglu_limit > 0) {
     gate = gate.clamp_max(c.swiglu_limit);
     up = up.clamp(-c.swiglu_limit, c.swiglu_limit);
   }
   const at::Tensor act = (at::silu(gate) * up).contiguous();
-  const at::Tensor y = compat::grouped_mm(act, w2_.transpose(1, 2), offs);  // [P, D]; rows of other ranks' pairs unwritten
+  const at::Tensor y = compat::grouped_mm(act, w2.transpose(1, 2), offs);  // [P, D]; rows of other ranks' pairs unwritten
   const at::Tensor w = routing_weights.reshape(-1).index_select(0, order).unsqueeze(1);
   const at::Tensor valid = is_owned.index_select(0, order).unsqueeze(1);
   out.index_add_(0, tokens, at::where(valid, y.to(at::kFloat) * w, at::zeros({}, out.options())));

@@ -1,10 +1,14 @@
 #pragma once
-// The grouped routed-expert path for FP4 experts on CUDA: no host synchronization and a handful
-// of launches per layer, instead of a loop over experts. Pairs (token, slot) are sorted by
-// expert; one kernel dequantizes every expert that got a pair into reusable bfloat16 buffers;
-// two grouped GEMMs (at::_grouped_mm through torch_compat.h) run w1|w3 and w2 over all
-// experts at once. moe.cpp's per-expert loop is the reference and the fallback.
-// Owns: the per-layer device tables of expert pointers and the dequantization buffers.
+// The grouped routed-expert path on CUDA: no host synchronization and a handful of launches per
+// layer, instead of a loop over experts. Pairs (token, slot) are sorted by expert; two grouped
+// GEMMs (at::_grouped_mm through torch_compat.h) run w1|w3 and w2 over all experts at once.
+// Packed FP4 experts: one kernel dequantizes every expert that got a pair into reusable
+// bfloat16 buffers. Dense bfloat16 experts: stacked once per layer into [E, 2I, D] / [E, D, I]
+// copies (only while a layer's copy is at most kMaxStackedBytes, so a large dense model does
+// not double its expert memory; beyond that the loop runs). moe.cpp's per-expert loop is the
+// reference and the fallback.
+// Owns: the per-layer device tables of expert pointers, the stacked dense copies and the
+// dequantization buffers.
 // Does not own: routing (moe.cpp) or the exchange between ranks.
 
 #include <ATen/ATen.h>
@@ -18,9 +22,11 @@ namespace deepinfer::model {
 
 class ExpertWorkspace {
  public:
+  static constexpr int64_t kMaxStackedBytes = int64_t{2} << 30;
+
   // Whether the grouped path can run for this layer and input: CUDA build with LibTorch >= 2.8,
-  // x bfloat16 on CUDA, packed FP4 experts with dimensions multiple of 32, and
-  // DEEPINFER_MOE_LOOP unset (set it to compare with the loop).
+  // x bfloat16 on CUDA, dimensions multiple of 32, packed FP4 experts or dense bfloat16 ones
+  // within kMaxStackedBytes, and DEEPINFER_MOE_LOOP unset (set it to compare with the loop).
   bool usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:
@@ -33,9 +39,15 @@ class ExpertWorkspace {
     at::Tensor w13_packed, w13_scale;  // int64 [2E] device pointers: w1 of each expert, then w3
     at::Tensor w2_packed, w2_scale;    // int64 [E]
   };
+  struct Stacked {
+    at::Tensor w13;  // bfloat16 [E, 2I, D]
+    at::Tensor w2;   // bfloat16 [E, D, I]
+  };
   const LayerTables& tables(const ModelWeights& weights, int64_t layer);
+  const Stacked& stacked(const ModelWeights& weights, int64_t layer);
 
   std::map<int64_t, LayerTables> tables_;
+  std::map<int64_t, Stacked> stacked_;
   at::Tensor w13_;  // bfloat16 [E, 2I, D]: rows 0..I-1 from w1, I..2I-1 from w3
   at::Tensor w2_;   // bfloat16 [E, D, I]
 };

@@ -1,5 +1,7 @@
 #include "model/weight_specs.h"
 
+#include <simdjson.h>
+
 #include <stdexcept>
 
 namespace deepinfer::model {
@@ -59,6 +61,17 @@ void compressor_specs(SpecList& specs, const std::string& prefix, int64_t overla
 }  // namespace
 
 WeightFormat v4_flash_format() { return WeightFormat{io::DType::kBF16, /*fp8_linears=*/true, /*fp4_experts=*/true}; }
+
+WeightFormat announced_format(std::string_view config_json, io::DType dense_dtype) {
+  WeightFormat format;
+  format.dense_dtype = dense_dtype;
+  simdjson::dom::parser parser;
+  const simdjson::dom::element root = parser.parse(simdjson::padded_string(config_json));
+  std::string_view text;
+  format.fp4_experts = root["expert_dtype"].get(text) == simdjson::SUCCESS && text == "fp4";
+  format.fp8_linears = root["quantization_config"]["quant_method"].get(text) == simdjson::SUCCESS && text == "fp8";
+  return format;
+}
 
 std::string layer_prefix(int64_t layer) { return "layers." + std::to_string(layer) + "."; }
 

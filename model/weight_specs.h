@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/safetensors.h"
@@ -25,6 +26,10 @@ struct WeightFormat {
 
 // The format of the real V4-Flash checkpoint: BF16, FP8 linears, FP4 experts.
 WeightFormat v4_flash_format();
+// The storage format a config.json announces, as V4-Flash's does: "expert_dtype": "fp4" (packed
+// FP4 routed experts) and a "quantization_config" with "quant_method": "fp8" (FP8 linears);
+// dense tensors in `dense_dtype`. For random weights (`random:CONFIG`, benchmarks).
+WeightFormat announced_format(std::string_view config_json, io::DType dense_dtype);
 
 enum class WeightKind {
   kDense,       // stored in dense_dtype, held in the compute dtype

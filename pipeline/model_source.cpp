@@ -2,8 +2,6 @@
 
 #include <filesystem>
 
-#include <simdjson.h>
-
 #include "io/durable_file.h"
 #include "io/json_writer.h"
 #include "io/sha256.h"
@@ -14,22 +12,6 @@
 #include "pipeline/manifest.h"
 
 namespace deepinfer::pipeline {
-namespace {
-
-// The storage format a config announces, as V4-Flash's config.json does: "expert_dtype": "fp4"
-// (packed FP4 routed experts) and a "quantization_config" with quant_method "fp8" (FP8 linears).
-model::WeightFormat announced_format(const std::string& config_text, at::ScalarType dtype) {
-  model::WeightFormat format;
-  format.dense_dtype = dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32;
-  simdjson::dom::parser parser;
-  const simdjson::dom::element root = parser.parse(config_text);
-  std::string_view text;
-  format.fp4_experts = root["expert_dtype"].get(text) == simdjson::SUCCESS && text == "fp4";
-  format.fp8_linears = root["quantization_config"]["quant_method"].get(text) == simdjson::SUCCESS && text == "fp8";
-  return format;
-}
-
-}  // namespace
 
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
                               int rank, int world_size) {
@@ -43,7 +25,8 @@ ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at:
     const std::string config_path = spec.substr(7);
     const std::string config_text = io::read_file(config_path);
     const model::ModelConfig config = model::parse_model_config(config_text, config_path);
-    const model::WeightFormat format = announced_format(config_text, dtype);
+    const model::WeightFormat format =
+        model::announced_format(config_text, dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32);
     source.weights = std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device, experts_of(config)));
     w.begin_object().key("source").value("random").key("config_sha256").value(io::sha256_hex(config_text));
     w.key("seed").value(random_seed).key("fp4_experts").value(format.fp4_experts).key("fp8_linears").value(format.fp8_linears);

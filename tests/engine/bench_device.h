@@ -5,8 +5,13 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdio>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace deepinfer::bench {
 
@@ -23,5 +28,39 @@ class DeviceTimer {
 };
 
 std::unique_ptr<DeviceTimer> make_timer(at::Device device);
+
+// Device milliseconds of `iters` calls of `call` after `warmup` untimed ones, in call order.
+inline std::vector<double> time_calls(at::Device device, int warmup, int iters, const std::function<void()>& call) {
+  for (int i = 0; i < warmup; ++i) call();
+  auto timer = make_timer(device);
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    timer->start();
+    call();
+    ms.push_back(timer->stop_ms());
+  }
+  return ms;
+}
+
+// The "--key value" pairs of a command line, in order; throws naming a key without a value.
+inline std::vector<std::pair<std::string, std::string>> option_pairs(int argc, char** argv) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (int i = 1; i < argc; i += 2) {
+    TORCH_CHECK(i + 1 < argc, "missing value after ", argv[i]);
+    pairs.emplace_back(argv[i], argv[i + 1]);
+  }
+  return pairs;
+}
+
+// A benchmark's main(): body()'s exit status, or "NAME: message" on stderr and 1 on an exception.
+template <typename Body>
+int bench_main(const char* name, Body body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", name, e.what());
+    return 1;
+  }
+}
 
 }  // namespace deepinfer::bench

@@ -39,10 +39,7 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string key = argv[i];
-    TORCH_CHECK(i + 1 < argc, "missing value after ", key);
-    const std::string value = argv[++i];
+  for (const auto& [key, value] : option_pairs(argc, argv)) {
     if (key == "--device") a.device = value;
     else if (key == "--batch") a.batch = std::stoll(value);
     else if (key == "--vocab") a.vocab = std::stoll(value);
@@ -78,15 +75,7 @@ void report(const char* name, std::vector<double> ms) {
 }
 
 std::vector<double> time_calls(const Args& a, at::Device device, const std::function<void()>& call) {
-  for (int i = 0; i < a.warmup; ++i) call();
-  auto timer = make_timer(device);
-  std::vector<double> ms;
-  for (int i = 0; i < a.iters; ++i) {
-    timer->start();
-    call();
-    ms.push_back(timer->stop_ms());
-  }
-  return ms;
+  return bench::time_calls(device, a.warmup, a.iters, call);
 }
 
 int run(const Args& a) {
@@ -136,10 +125,5 @@ int run(const Args& a) {
 }  // namespace deepinfer::bench
 
 int main(int argc, char** argv) {
-  try {
-    return deepinfer::bench::run(deepinfer::bench::parse(argc, argv));
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sampler_bench: %s\n", e.what());
-    return 1;
-  }
+  return deepinfer::bench::bench_main("sampler_bench", [&] { return deepinfer::bench::run(deepinfer::bench::parse(argc, argv)); });
 }

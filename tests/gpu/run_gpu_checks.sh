@@ -3,7 +3,7 @@
 # go to $LOGS (default /tmp/gpu-logs) and, after every stage, into $OUT/gpu-logs.tgz (the
 # device tool returns at most 8 files from $OUT, and what is packed survives a timeout).
 # Run from the repository root after `source .deps/env.sh`:
-#   tests/gpu/run_gpu_checks.sh build tests tokenizer reference sampler   # correctness
+#   tests/gpu/run_gpu_checks.sh build tests tokenizer reference sampler forward   # correctness, step time
 #   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks
 #   tests/gpu/run_gpu_checks.sh build nccl                       # 2 GPUs (nvidia-h200-x2)
 # A failing stage is reported and the next one still runs; the exit code is the number of
@@ -43,6 +43,9 @@ for s in "$@"; do
       stage reference 300 "tests/reference/run_hf_reference.sh $build" ;;
     sampler)
       stage sampler 120 "$build/bin/sampler_bench --device cuda" ;;
+    forward)
+      # Decode-step time and operator calls, batch 64 (the sampler bench's batch): tiny, then v4-flash-slice.
+      stage forward ${DEEPINFER_FORWARD_LIMIT:-240} "$build/bin/forward_bench --config configs/models/tiny.json --device cuda --batch 64 --context 512 && $build/bin/forward_bench --config configs/models/v4-flash-slice.json --device cuda --batch 64 --context 512" ;;
     tokenizer)
       stage tokenizer 120 "python3 tests/reference/tokenizer_parity.py --out $LOGS/tokenizer_parity" ;;
     bench)

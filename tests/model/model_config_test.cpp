@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "io/durable_file.h"
 #include "model/model_config.h"
 #include "model/weight_specs.h"
 
@@ -95,6 +96,14 @@ TEST(ModelConfig, PresetsParse) {
   EXPECT_FALSE(slice.is_hash_layer(1));
   EXPECT_EQ(slice.head_dim, flash.head_dim);
   EXPECT_EQ(tiny_fast_test_config().compress_ratio(3), 16);
+  // The storage format the presets announce (what random:CONFIG builds).
+  const WeightFormat slice_format = announced_format(io::read_file(source_dir() + "/configs/models/v4-flash-slice.json"), io::DType::kBF16);
+  EXPECT_TRUE(slice_format.fp4_experts);
+  EXPECT_TRUE(slice_format.fp8_linears);
+  EXPECT_EQ(slice_format.dense_dtype, io::DType::kBF16);
+  const WeightFormat tiny_format = announced_format(io::read_file(source_dir() + "/configs/models/tiny.json"), io::DType::kF32);
+  EXPECT_FALSE(tiny_format.fp4_experts);
+  EXPECT_FALSE(tiny_format.fp8_linears);
 }
 
 TEST(ModelConfig, LoadsFromADirectory) {

@@ -1,6 +1,7 @@
-// The grouped FP4 MoE path on CUDA (moe_grouped.h) against the per-expert loop (moe.cpp) on the
-// same weights and inputs: hash- and score-routed layers, all experts and half of them (the
-// pairs of the other rank's experts must contribute nothing), and zero tokens.
+// The grouped MoE path on CUDA (moe_grouped.h) against the per-expert loop (moe.cpp) on the
+// same weights and inputs: packed FP4 and dense bfloat16 experts, hash- and score-routed
+// layers, all experts and half of them (the pairs of the other rank's experts must contribute
+// nothing), and zero tokens.
 #include <gtest/gtest.h>
 
 #include "model/moe.h"
@@ -12,9 +13,10 @@ namespace {
 TEST(MoeCuda, GroupedMatchesLoop) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the grouped path runs only on CUDA";
   const ModelConfig config = tiny_fast_test_config();
-  const WeightFormat format{io::DType::kBF16, /*fp8_linears=*/false, /*fp4_experts=*/true};
   const at::Device cuda(at::kCUDA, 0);
+  for (bool fp4 : {true, false})
   for (const std::optional<ExpertRange>& range : {std::optional<ExpertRange>{}, std::optional<ExpertRange>{ExpertRange{2, 6}}}) {
+    const WeightFormat format{io::DType::kBF16, /*fp8_linears=*/false, /*fp4_experts=*/fp4};
     const ModelWeights weights = random_weights(config, format, /*seed=*/11, cuda, range);
     ExpertWorkspace workspace;
     SingleRankCommunicator comm;
@@ -30,7 +32,7 @@ TEST(MoeCuda, GroupedMatchesLoop) {
         if (tokens == 0) continue;
         const double diff = (grouped - loop).abs().max().item<double>();
         const double scale = loop.abs().max().item<double>();
-        std::cout << "[moe_cuda] experts " << (range ? "[2, 6)" : "all") << ", layer " << layer << ", " << tokens
+        std::cout << "[moe_cuda] " << (fp4 ? "FP4" : "bf16") << " experts " << (range ? "[2, 6)" : "all") << ", layer " << layer << ", " << tokens
                   << " tokens: max |grouped - loop| " << diff << " (max |loop| " << scale << ")" << std::endl;
         EXPECT_TRUE(grouped.isfinite().all().item<bool>());
         EXPECT_LE(diff, 0.02 * scale + 1e-3);
