@@ -21,14 +21,7 @@ uint32_t mix_lane(uint32_t iv, uint64_t seed, uint64_t position) {
 
 }  // namespace
 
-uint32_t hash32(uint32_t x) {
-  x ^= x >> 16;
-  x *= kHashMul1;
-  x ^= x >> 15;
-  x *= kHashMul2;
-  x ^= x >> 16;
-  return x;
-}
+uint32_t hash32(uint32_t x) { return noise_math::hash32(x); }
 
 uint64_t derive_request_seed(uint64_t job_seed, std::string_view request_id) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
@@ -45,42 +38,11 @@ uint64_t mix_seed(uint64_t sequence_seed, uint64_t output_position) {
   return (hi << 32) | lo;
 }
 
-uint32_t noise_bits(uint64_t key, uint32_t token) {
-  const uint32_t x = hash32(token ^ static_cast<uint32_t>(key));
-  return hash32(x ^ static_cast<uint32_t>(key >> 32));
-}
+uint32_t noise_bits(uint64_t key, uint32_t token) { return noise_math::noise_bits(key, token); }
 
-float uniform_from_bits(uint32_t bits) {
-  const uint32_t m = bits >> (32 - kUniformBits);
-  return static_cast<float>(2 * m + 1) * 0x1p-24f;
-}
+float uniform_from_bits(uint32_t bits) { return noise_math::uniform_from_bits(bits); }
 
-float exact_log(float x) {
-  // x = f * 2^e with f in [0.5, 1); then fold f into [sqrt(1/2), sqrt(2)) and take t = f - 1.
-  const uint32_t bits = std::bit_cast<uint32_t>(x);
-  int32_t e = static_cast<int32_t>(bits >> 23) - 126;
-  float f = std::bit_cast<float>((bits & 0x007fffffU) | 0x3f000000U);
-  float t;
-  if (f < kSqrtHalf) {
-    e -= 1;
-    t = (f + f) - 1.0f;
-  } else {
-    t = f - 1.0f;
-  }
-  const float z = t * t;
-  float y = kLogPoly[0] * t;
-  for (int i = 1; i < 9; ++i) {
-    y = y + kLogPoly[i];
-    y = y * t;
-  }
-  y = y * z;
-  const float fe = static_cast<float>(e);
-  y = y + kLn2Lo * fe;
-  y = y + -0.5f * z;
-  float r = t + y;
-  r = r + kLn2Hi * fe;
-  return r;
-}
+float exact_log(float x) { return noise_math::exact_log(x); }
 
 float exact_exp(float x) {
   // e^x = e^g * 2^n, n = floor(x * log2(e) + 0.5), g = x - n ln2 (two-part ln2: exact first step).
@@ -103,10 +65,6 @@ float exact_exp(float x) {
   return p * scale;
 }
 
-float gumbel_noise(uint64_t key, uint32_t token) {
-  const float u = uniform_from_bits(noise_bits(key, token));
-  const float e = -exact_log(u);  // Exp(1) sample, in [6e-8, 16.7]
-  return -exact_log(e);
-}
+float gumbel_noise(uint64_t key, uint32_t token) { return noise_math::gumbel_noise(key, token); }
 
 }  // namespace deepinfer::engine

@@ -17,24 +17,27 @@
 #include <cstdint>
 #include <string_view>
 
+#include "engine/sampler_noise_math.h"
+
 namespace deepinfer::engine {
 
 // lowbias32 (C. Wellons, hash-prospector): a bijection on uint32 with low avalanche bias.
-inline constexpr uint32_t kHashMul1 = 0x7feb352dU;  // < 2^31
-inline constexpr uint32_t kHashMul2 = 0x846ca68bU;  // >= 2^31: as an int32 it is negative
+// The values and the scalar math live in sampler_noise_math.h (shared with the CUDA kernel).
+inline constexpr uint32_t kHashMul1 = noise_math::hash_mul1();  // < 2^31
+inline constexpr uint32_t kHashMul2 = noise_math::hash_mul2();  // >= 2^31: as an int32 it is negative
 // Initial values of the two 32-bit lanes of mix_seed (golden-ratio and sqrt(3) fractions).
 inline constexpr uint32_t kMixIvLo = 0x9e3779b9U;
 inline constexpr uint32_t kMixIvHi = 0xbb67ae85U;
 // The uniform keeps the top kUniformBits of a noise word: u = (2m + 1) * 2^-24, m < 2^23,
 // so u lies in [2^-24, 1 - 2^-24] and every step of the conversion is exact in float32.
-inline constexpr int kUniformBits = 23;
+inline constexpr int kUniformBits = noise_math::uniform_bits();
 // Cephes logf / expf constants, rounded to float once; the tensor path uses the same floats.
-inline constexpr float kSqrtHalf = 0.707106781186547524f;
-inline constexpr float kLogPoly[9] = {7.0376836292e-2f,  -1.1514610310e-1f, 1.1676998740e-1f,
-                                      -1.2420140846e-1f, 1.4249322787e-1f,  -1.6668057665e-1f,
-                                      2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
-inline constexpr float kLn2Hi = 0.693359375f;  // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 bits
-inline constexpr float kLn2Lo = -2.12194440e-4f;
+inline constexpr float kSqrtHalf = noise_math::sqrt_half();
+inline constexpr float kLogPoly[9] = {noise_math::log_poly(0), noise_math::log_poly(1), noise_math::log_poly(2),
+                                      noise_math::log_poly(3), noise_math::log_poly(4), noise_math::log_poly(5),
+                                      noise_math::log_poly(6), noise_math::log_poly(7), noise_math::log_poly(8)};
+inline constexpr float kLn2Hi = noise_math::ln2_hi();  // ln 2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 bits
+inline constexpr float kLn2Lo = noise_math::ln2_lo();
 inline constexpr float kLog2e = 1.44269504088896341f;
 inline constexpr float kExpPoly[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
                                       4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
