@@ -121,8 +121,9 @@ at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size) {
 
 at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size) {
 #if DEEPINFER_CUDA_KERNELS
-  // The fused kernel (engine/cuda/gumbel_noise.h): the same bits in one launch.
-  if (keys.is_cuda() && keys.size(0) <= 65535 && std::getenv("DEEPINFER_GUMBEL_ATEN") == nullptr) {
+  // The fused kernel (engine/cuda/gumbel_noise.h): the same bits in one launch. Opt-in until it
+  // has been checked on a GPU (SamplerCuda.FusedNoiseKernelMatchesTheCpuBitForBit).
+  if (keys.is_cuda() && keys.size(0) <= 65535 && std::getenv("DEEPINFER_GUMBEL_KERNEL") != nullptr) {
     check_keys(keys, vocab_size);
     const at::Tensor k = keys.contiguous();
     at::Tensor out = at::empty({k.size(0), vocab_size}, k.options().dtype(at::kFloat));

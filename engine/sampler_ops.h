@@ -34,8 +34,8 @@ at::Tensor mix_seed(const at::Tensor& seed, const at::Tensor& position);
 at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size);
 
 // keys: [B, 2] from mix_seed. Returns [B, vocab_size] float32: gumbel_noise(key_b, token).
-// On CUDA (CUDA build) one fused kernel computes it (engine/cuda/gumbel_noise.h, same bits);
-// DEEPINFER_GUMBEL_ATEN set selects the op-by-op path there too, for comparison.
+// With DEEPINFER_GUMBEL_KERNEL set, on CUDA (CUDA build) one fused kernel computes it
+// (engine/cuda/gumbel_noise.h, meant to give the same bits); opt-in until checked on a GPU.
 at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size);
 
 }  // namespace deepinfer::engine

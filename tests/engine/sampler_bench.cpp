@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -116,6 +117,14 @@ int run(const Args& a) {
   report("  part: mix_seed + gumbel_noise", time_calls(a, device, [&] {
            (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab);
          }));
+  if (device.is_cuda()) {  // the opt-in fused noise kernel (engine/cuda/gumbel_noise.h)
+    ::setenv("DEEPINFER_GUMBEL_KERNEL", "1", 1);
+    report("  part: mix_seed + gumbel_noise, fused kernel", time_calls(a, device, [&] {
+             (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab);
+           }));
+    report("gumbel (T=1), fused noise kernel", time_calls(a, device, [&] { (void)engine::sample(logits, batch); }));
+    ::unsetenv("DEEPINFER_GUMBEL_KERNEL");
+  }
   const at::Tensor f32 = logits.to(at::kFloat);
   report("  part: at::sort of the logits", time_calls(a, device, [&] { (void)at::sort(f32, 1, true); }));
   return 0;

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -41,6 +42,19 @@ TEST(SamplerCuda, ExactMathAndNoiseMatchTheCpuBitForBit) {
   const at::Tensor keys = mix_seed(seed, position);
   EXPECT_TRUE(bitwise_equal(keys, mix_seed(seed.to(kCuda), position.to(kCuda))));
   EXPECT_TRUE(bitwise_equal(gumbel_noise(keys, 129280), gumbel_noise(keys.to(kCuda), 129280)));
+}
+
+// The fused noise kernel (opt-in through DEEPINFER_GUMBEL_KERNEL) against the CPU reference path.
+TEST(SamplerCuda, FusedNoiseKernelMatchesTheCpuBitForBit) {
+  SKIP_WITHOUT_CUDA();
+  const at::Tensor seed = at::randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {64}, at::kLong);
+  const at::Tensor position = at::randint(0, int64_t{1} << 40, {64}, at::kLong);
+  const at::Tensor keys = mix_seed(seed, position);
+  const at::Tensor cpu = gumbel_noise(keys, 129280);
+  ::setenv("DEEPINFER_GUMBEL_KERNEL", "1", 1);
+  const at::Tensor fused = gumbel_noise(keys.to(kCuda), 129280);
+  ::unsetenv("DEEPINFER_GUMBEL_KERNEL");
+  EXPECT_TRUE(bitwise_equal(cpu, fused));
 }
 
 // The done-when check: identical logits give the same tokens (and logprobs) on CPU and CUDA,
