@@ -31,7 +31,8 @@ class ModelRunner final : public StepExecutor {
     // Debugging: when set, every sampled row's logits are appended to this file as JSONL
     // {"seed": S, "position": P, "logits": [...]} (a host copy per step: slow). Rows are keyed
     // by (sequence seed, output position), which names the same token in any batch, rank or
-    // rerun, so two runs' dumps can be compared (tests/launch/mpi_generate_test.sh does).
+    // rerun, so two runs' dumps can be compared (tests/launch/mpi_generate_test.sh does); two
+    // requests given the same explicit seed collide, and a recomputed row is written again.
     std::string debug_logits_path;
   };
   // `weights` and `comm` must outlive the runner.

@@ -2,8 +2,6 @@
 
 #include "engine/sampler_noise.h"
 
-#include <cstdlib>
-
 #if DEEPINFER_CUDA_KERNELS
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -119,11 +117,10 @@ at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size) {
   return x;
 }
 
-at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size) {
+at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size, NoiseKernel kernel) {
 #if DEEPINFER_CUDA_KERNELS
-  // The fused kernel (engine/cuda/gumbel_noise.h): the same bits in one launch. Opt-in until it
-  // has been checked on a GPU (SamplerCuda.FusedNoiseKernelMatchesTheCpuBitForBit).
-  if (keys.is_cuda() && keys.size(0) <= 65535 && std::getenv("DEEPINFER_GUMBEL_KERNEL") != nullptr) {
+  // The fused kernel (engine/cuda/gumbel_noise.h): the same bits in one launch.
+  if (kernel == NoiseKernel::kFused && keys.is_cuda() && keys.size(0) <= 65535) {
     check_keys(keys, vocab_size);
     const at::Tensor k = keys.contiguous();
     at::Tensor out = at::empty({k.size(0), vocab_size}, k.options().dtype(at::kFloat));
@@ -131,6 +128,8 @@ at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size) {
     cuda::gumbel_noise(k.data_ptr<int64_t>(), k.size(0), vocab_size, out.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
     return out;
   }
+#else
+  (void)kernel;
 #endif
   at::Tensor m = at::bitwise_right_shift(noise_bits(keys, vocab_size), 32 - kUniformBits);
   // u = (2m + 1) * 2^-24: 2m + 1 < 2^24 converts to float exactly; the power-of-two scale is exact.

@@ -34,8 +34,10 @@ at::Tensor mix_seed(const at::Tensor& seed, const at::Tensor& position);
 at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size);
 
 // keys: [B, 2] from mix_seed. Returns [B, vocab_size] float32: gumbel_noise(key_b, token).
-// With DEEPINFER_GUMBEL_KERNEL set, on CUDA (CUDA build) one fused kernel computes it
-// (engine/cuda/gumbel_noise.h, meant to give the same bits); opt-in until checked on a GPU.
-at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size);
+// kFused on CUDA (CUDA build): one fused kernel (engine/cuda/gumbel_noise.h, meant to give the
+// same bits); sample() uses kAten until SamplerCuda.FusedNoiseKernelMatchesTheCpuBitForBit has
+// passed on a GPU. Elsewhere kFused falls back to the ATen ops.
+enum class NoiseKernel { kAten, kFused };
+at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size, NoiseKernel kernel = NoiseKernel::kAten);
 
 }  // namespace deepinfer::engine

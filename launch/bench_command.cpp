@@ -70,7 +70,7 @@ int bench_command(int argc, char** argv) {
   model::SingleRankCommunicator comm;
   engine::ModelRunner runner(*source.weights, comm,
                              {.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
-                              .device = device, .model = {}});
+                              .device = device, .model = {}, .debug_logits_path = {}});
 
   char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
   if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");

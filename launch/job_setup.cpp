@@ -31,7 +31,12 @@ pipeline::JobConfig job_config_from(const Args& args) {
 at::Device resolve_device(const std::string& device, int local_rank) {
   if (device == "cuda" || (device == "auto" && at::hasCUDA())) {
     if (!at::hasCUDA()) throw std::invalid_argument("--device cuda: no CUDA device is visible");
-    const at::Device cuda(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank % static_cast<int>(at::getNumGPUs())));
+    const int gpus = static_cast<int>(at::getNumGPUs());
+    if (local_rank >= gpus) {
+      throw std::invalid_argument("rank " + std::to_string(local_rank) + " of this node has no GPU of its own: " + std::to_string(gpus) +
+                                  " visible; start at most one rank per GPU (mpirun -np), or use --device cpu");
+    }
+    const at::Device cuda(at::kCUDA, static_cast<c10::DeviceIndex>(local_rank));
     pipeline::select_cuda_device(cuda);
     return cuda;
   }

@@ -20,8 +20,8 @@ std::set<std::string> job_value_options();
 // --job FILE (or configs/jobs/default.json values) with the command-line overrides applied.
 pipeline::JobConfig job_config_from(const Args& args);
 
-// "cuda" / "auto" with a GPU -> cuda:(local_rank mod visible GPUs), made the current device;
-// otherwise the CPU.
+// "cuda" / "auto" with a GPU -> cuda:local_rank (one GPU per rank of the node; more ranks than
+// visible GPUs is an error), made the current device; otherwise the CPU.
 at::Device resolve_device(const std::string& device, int local_rank = 0);
 at::ScalarType resolve_dtype(const std::string& dtype, at::Device device);
 std::string hardware_description(at::Device device);

@@ -1,7 +1,5 @@
 #include "model/hyper_connection.h"
 
-#include <cstdlib>
-
 #if DEEPINFER_CUDA_KERNELS
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -47,8 +45,7 @@ at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double ep
 at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps) {
 #if DEEPINFER_CUDA_KERNELS
   const int64_t n = logits.size(-1);
-  if (logits.is_cuda() && logits.scalar_type() == at::kFloat && (n == 1 || n == 2 || n == 4 || n == 8) && iters >= 1 &&
-      std::getenv("DEEPINFER_SINKHORN_ATEN") == nullptr) {
+  if (logits.is_cuda() && logits.scalar_type() == at::kFloat && (n == 1 || n == 2 || n == 4 || n == 8) && iters >= 1) {
     const at::Tensor in = logits.contiguous();
     at::Tensor out = at::empty_like(in);
     const c10::cuda::CUDAGuard guard(in.device());

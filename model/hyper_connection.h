@@ -28,8 +28,8 @@ at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix
 
 // comb logits [T, n, n] float32 -> softmax over the last dim + eps, then Sinkhorn: divide by
 // column sums + eps, then (iters - 1) times by row sums + eps and column sums + eps.
-// sinkhorn() runs the CUDA kernel (model/cuda/sinkhorn.h) for CUDA tensors in the CUDA build
-// (DEEPINFER_SINKHORN_ATEN set: the ATen path instead), else sinkhorn_reference() (ATen).
+// sinkhorn() runs the CUDA kernel (model/cuda/sinkhorn.h) for CUDA tensors in the CUDA build,
+// else sinkhorn_reference() (ATen).
 at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps);
 at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps);
 

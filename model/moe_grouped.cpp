@@ -1,6 +1,5 @@
 #include "model/moe_grouped.h"
 
-#include <cstdlib>
 #include <vector>
 
 #include "model/ops.h"
@@ -30,12 +29,12 @@ at::Tensor pointer_table(const std::vector<const at::Tensor*>& tensors, at::Devi
 bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const {
 #if DEEPINFER_CUDA_KERNELS
   if (!compat::kHasGroupedMm || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
-  if (std::getenv("DEEPINFER_MOE_LOOP") != nullptr) return false;
   const ModelConfig& c = weights.config();
   if (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0 || weights.experts().size() == 0) return false;
   const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
   if (w1.scalar_type() == at::kByte) return true;
-  const int64_t stacked_bytes = weights.experts().size() * 3 * c.moe_intermediate_size * c.hidden_size * 2;
+  // Dense experts: the stacked copies of every layer together must stay within the cap.
+  const int64_t stacked_bytes = c.num_layers * weights.experts().size() * 3 * c.moe_intermediate_size * c.hidden_size * 2;
   return w1.scalar_type() == at::kBFloat16 && stacked_bytes <= kMaxStackedBytes;
 #else
   (void)weights, (void)layer, (void)x;
@@ -82,15 +81,16 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   const ModelConfig& c = weights.config();
   const ExpertRange& owned = weights.experts();
   const int64_t E = owned.size(), I = c.moe_intermediate_size, D = c.hidden_size, k = experts.size(1);
-  at::Tensor out = at::zeros({x.size(0), D}, x.options().dtype(at::kFloat));
-  if (x.size(0) == 0) return out;
+  if (x.size(0) == 0) return at::zeros({0, D}, x.options().dtype(at::kFloat));
   // Pairs of experts this rank does not own sort last, under key E, and fall outside every group.
   const at::Tensor flat = experts.reshape(-1);
   const at::Tensor is_owned = (flat >= owned.first) & (flat < owned.last);
   const at::Tensor key = at::where(is_owned, flat - owned.first, at::full_like(flat, E));
-  const at::Tensor order = std::get<1>(key.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
-  const at::Tensor counts = at::bincount(key, /*weights=*/{}, E + 1).narrow(0, 0, E);  // [E] int64, device
-  const at::Tensor offs = counts.cumsum(0).to(at::kInt);
+  const auto [sorted_key, order] = key.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false);
+  // Group ends without a host read (at::bincount would read its range back): offs[e] = pairs with key <= e.
+  const at::Tensor ends = at::searchsorted(sorted_key, at::arange(E, key.options()), /*out_int32=*/false, /*right=*/true);
+  const at::Tensor counts = ends - at::cat({at::zeros({1}, ends.options()), ends.narrow(0, 0, E - 1)});  // [E] int64
+  const at::Tensor offs = ends.to(at::kInt);
   const at::Tensor tokens = at::div(order, k, "floor");
   const at::Tensor xs = x.index_select(0, tokens);  // [P, D]
 
@@ -129,8 +129,12 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   const at::Tensor y = compat::grouped_mm(act, w2.transpose(1, 2), offs);  // [P, D]; rows of other ranks' pairs unwritten
   const at::Tensor w = routing_weights.reshape(-1).index_select(0, order).unsqueeze(1);
   const at::Tensor valid = is_owned.index_select(0, order).unsqueeze(1);
-  out.index_add_(0, tokens, at::where(valid, y.to(at::kFloat) * w, at::zeros({}, out.options())));
-  return out;
+  // Back to (token, slot) order, then a fixed-order sum over the k slots: an index_add over
+  // repeated tokens would add with atomics in a different order on every run.
+  const at::TensorOptions f32 = x.options().dtype(at::kFloat);
+  at::Tensor per_pair = at::empty({flat.size(0), D}, f32);
+  per_pair.index_copy_(0, order, at::where(valid, y.to(at::kFloat) * w, at::zeros({}, f32)));
+  return per_pair.view({x.size(0), k, D}).sum(1);
 #else
   (void)weights, (void)layer, (void)x, (void)experts, (void)routing_weights;
   TORCH_CHECK(false, "ExpertWorkspace::routed_partial needs the CUDA build");

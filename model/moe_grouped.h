@@ -4,9 +4,10 @@
 // GEMMs (at::_grouped_mm through torch_compat.h) run w1|w3 and w2 over all experts at once.
 // Packed FP4 experts: one kernel dequantizes every expert that got a pair into reusable
 // bfloat16 buffers. Dense bfloat16 experts: stacked once per layer into [E, 2I, D] / [E, D, I]
-// copies (only while a layer's copy is at most kMaxStackedBytes, so a large dense model does
-// not double its expert memory; beyond that the loop runs). moe.cpp's per-expert loop is the
-// reference and the fallback.
+// copies (only while all layers' copies together are at most kMaxStackedBytes, so a large
+// dense model does not double its expert memory; beyond that the loop runs). Each token's k
+// contributions are summed in slot order, so results repeat bit for bit. moe.cpp's per-expert
+// loop is the reference and the fallback.
 // Owns: the per-layer device tables of expert pointers, the stacked dense copies and the
 // dequantization buffers.
 // Does not own: routing (moe.cpp) or the exchange between ranks.
@@ -26,7 +27,7 @@ class ExpertWorkspace {
 
   // Whether the grouped path can run for this layer and input: CUDA build with LibTorch >= 2.8,
   // x bfloat16 on CUDA, dimensions multiple of 32, packed FP4 experts or dense bfloat16 ones
-  // within kMaxStackedBytes, and DEEPINFER_MOE_LOOP unset (set it to compare with the loop).
+  // within kMaxStackedBytes. (Without a workspace, moe_forward runs the loop.)
   bool usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:

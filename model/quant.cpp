@@ -171,7 +171,8 @@ at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale, at::Sc
   TORCH_CHECK(scale.device() == packed.device(), "dequant_fp4: packed on ", packed.device(), " but scale on ",
               scale.device());
 #if DEEPINFER_CUDA_KERNELS
-  // The CUDA kernel (model/cuda/fp4_dequant.h): same bits, one pass instead of ~8 ATen ops.
+  // The CUDA kernel (model/cuda/fp4_dequant.h): same bits (NaN payloads aside), one pass
+  // instead of ~8 ATen ops.
   if (packed.is_cuda() && out_dtype == at::kBFloat16 && block == kFp4Block && in % kFp4Block == 0 && packed.is_contiguous() &&
       scale.is_contiguous() && reinterpret_cast<uintptr_t>(packed.data_ptr()) % 16 == 0) {
     std::vector<int64_t> sizes = lead_sizes(packed);

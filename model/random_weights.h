@@ -4,7 +4,8 @@
 // depends on the expert range or the order of generation. On the CPU the generator is
 // mt19937; on a CUDA device (CUDA build) each tensor is drawn there with Philox, because the
 // CPU needs many minutes for the ~25G parameters of v4-flash-slice: the values then depend on
-// the device type (deterministic for it), and init-model's checkpoints are always CPU draws. Values are non-degenerate as deepseek-v4.md §1.2 asks: random
+// the GPU model and the PyTorch version (Philox's launch shape follows the SM count), and are
+// deterministic for them; init-model's checkpoints are always CPU draws. Values are non-degenerate as deepseek-v4.md §1.2 asks: random
 // tid2eid rows (distinct experts per row), routing bias, sinks, compressor position biases,
 // mHC base and scale, norm weights around 1.
 // With format.fp8_linears the FP8 linears are rounded through FP8 (quantize + dequantize),

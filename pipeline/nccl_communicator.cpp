@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <exception>
 #include <numeric>
 #include <vector>
 #include <stdexcept>
@@ -64,7 +65,11 @@ NcclCommunicator::NcclCommunicator(at::Device device) : device_(device) {
 }
 
 NcclCommunicator::~NcclCommunicator() {
-  if (comm_ != nullptr) ncclCommDestroy(comm_);
+  if (comm_ == nullptr) return;
+  // Unwinding from an error, this rank may have left a collective the others still wait in:
+  // abort (no waiting for peers) instead of a destroy that could hang.
+  if (std::uncaught_exceptions() > 0) ncclCommAbort(comm_);
+  else ncclCommDestroy(comm_);
 }
 
 at::Tensor NcclCommunicator::all_gather_rows(const at::Tensor& local, std::vector<int64_t>& counts) {

@@ -1,8 +1,9 @@
 #pragma once
 // CUDA kernels for FP4 (e2m1) routed-expert weights: plain pointers and a stream, no torch types,
 // so this compiles with nvcc alone. The ATen reference is dequant_fp4 in model/quant.h; these
-// produce the same bits (code x 2^(scale-127) is exact in fp32, then one round-to-nearest-even
-// to bfloat16).
+// produce the same bits for scale bytes 0..254 (code x 2^(scale-127) is exact in fp32, then one
+// round-to-nearest-even to bfloat16). Scale byte 255 (e8m0 NaN) gives NaN on both, but the NaN
+// bit patterns differ (0x7FFF here; 0x7FC0 or 0xFFFF from ATen).
 //
 // Layout (one matrix): packed [rows, cols/2] uint8, the low nibble the even column; scale
 // [rows, cols/32] uint8 e8m0; out [rows, cols] bfloat16. cols must be a multiple of 32 and the

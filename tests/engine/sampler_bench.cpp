@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -117,13 +116,10 @@ int run(const Args& a) {
   report("  part: mix_seed + gumbel_noise", time_calls(a, device, [&] {
            (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab);
          }));
-  if (device.is_cuda()) {  // the opt-in fused noise kernel (engine/cuda/gumbel_noise.h)
-    ::setenv("DEEPINFER_GUMBEL_KERNEL", "1", 1);
+  if (device.is_cuda()) {  // the fused noise kernel (engine/cuda/gumbel_noise.h), not yet sample()'s default
     report("  part: mix_seed + gumbel_noise, fused kernel", time_calls(a, device, [&] {
-             (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab);
+             (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab, engine::NoiseKernel::kFused);
            }));
-    report("gumbel (T=1), fused noise kernel", time_calls(a, device, [&] { (void)engine::sample(logits, batch); }));
-    ::unsetenv("DEEPINFER_GUMBEL_KERNEL");
   }
   const at::Tensor f32 = logits.to(at::kFloat);
   report("  part: at::sort of the logits", time_calls(a, device, [&] { (void)at::sort(f32, 1, true); }));

@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <limits>
 #include <vector>
 
@@ -44,16 +43,14 @@ TEST(SamplerCuda, ExactMathAndNoiseMatchTheCpuBitForBit) {
   EXPECT_TRUE(bitwise_equal(gumbel_noise(keys, 129280), gumbel_noise(keys.to(kCuda), 129280)));
 }
 
-// The fused noise kernel (opt-in through DEEPINFER_GUMBEL_KERNEL) against the CPU reference path.
+// The fused noise kernel (not yet sample()'s default) against the CPU reference path.
 TEST(SamplerCuda, FusedNoiseKernelMatchesTheCpuBitForBit) {
   SKIP_WITHOUT_CUDA();
   const at::Tensor seed = at::randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {64}, at::kLong);
   const at::Tensor position = at::randint(0, int64_t{1} << 40, {64}, at::kLong);
   const at::Tensor keys = mix_seed(seed, position);
   const at::Tensor cpu = gumbel_noise(keys, 129280);
-  ::setenv("DEEPINFER_GUMBEL_KERNEL", "1", 1);
-  const at::Tensor fused = gumbel_noise(keys.to(kCuda), 129280);
-  ::unsetenv("DEEPINFER_GUMBEL_KERNEL");
+  const at::Tensor fused = gumbel_noise(keys.to(kCuda), 129280, NoiseKernel::kFused);
   EXPECT_TRUE(bitwise_equal(cpu, fused));
 }
 

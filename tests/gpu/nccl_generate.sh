@@ -75,6 +75,7 @@ prefix = [next((k for k, (x, y) in enumerate(zip(a["output_token_ids"], b["outpu
 print(f"tiny 2-rank (NCCL) vs 1-rank: identical requests {same}/{len(one)} = {same/len(one):.3f}, greedy {same_greedy}/{len(greedy)}; "
       f"mean identical prefix {sum(prefix)/len(prefix):.1f} tokens")
 PY
+[ $? -eq 0 ] || { echo "FAIL: cat or the 2-rank / 1-rank comparison"; fail=1; }
 
 step "v4-flash-slice (random weights): 2 ranks twice"
 run_job slice_2a 2 "random:$root/configs/models/v4-flash-slice.json" "$work/slice_prompts.jsonl" || fail=1

@@ -57,7 +57,7 @@ for s in "$@"; do
       [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
       stage peer ${DEEPINFER_PEER_LIMIT:-300} "python3 tests/reference/hf_generate_peer.py --checkpoint $build/tiny_ckpt --prompts $LOGS/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size ${DEEPINFER_PEER_BATCH:-16} ${DEEPINFER_PEER_ARGS:-} --json $LOGS/peer_tiny.json" ;;
     nccl)
-      stage nccl ${DEEPINFER_NCCL_LIMIT:-400} "tests/gpu/nccl_generate.sh $build $LOGS/nccl ${DEEPINFER_NCCL_PROMPTS:-256} ${DEEPINFER_NCCL_SLICE_PROMPTS:-64}" ;;
+      stage nccl ${DEEPINFER_NCCL_LIMIT:-400} "tests/gpu/nccl_generate.sh $build $LOGS/nccl ${DEEPINFER_NCCL_PROMPTS:-64} ${DEEPINFER_NCCL_SLICE_PROMPTS:-16}" ;;
     *) echo "unknown stage $s"; failed=$((failed + 1)) ;;
   esac
 done

@@ -243,42 +243,5 @@ TEST(QuantTest, Fp4RoundTripErrorBound) {
   EXPECT_TRUE(at::equal(dequant_fp4(packed2, scale2, at::kFloat), back));
 }
 
-TEST(QuantTest, CudaMatchesCpu) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the CPU path is covered by the other tests";
-  at::manual_seed(3);
-  const at::Tensor w = at::randn({130, 200});
-  auto [c_cpu, s_cpu] = quantize_fp8_blockwise(w);
-  auto [c_gpu, s_gpu] = quantize_fp8_blockwise(w.cuda());
-  EXPECT_TRUE(at::equal(c_cpu, c_gpu.cpu()));
-  EXPECT_TRUE(at::equal(s_cpu, s_gpu.cpu()));
-  EXPECT_TRUE(at::equal(dequant_fp8_blockwise(c_cpu, s_cpu, at::kBFloat16),
-                        dequant_fp8_blockwise(c_gpu, s_gpu, at::kBFloat16).cpu()));
-  auto [p_cpu, f_cpu] = quantize_fp4(w);
-  auto [p_gpu, f_gpu] = quantize_fp4(w.cuda());
-  EXPECT_TRUE(at::equal(p_cpu, p_gpu.cpu()));
-  EXPECT_TRUE(at::equal(f_cpu, f_gpu.cpu()));
-  EXPECT_TRUE(at::equal(dequant_fp4(p_cpu, f_cpu, at::kFloat), dequant_fp4(p_gpu, f_gpu, at::kFloat).cpu()));
-}
-
-// The CUDA kernel behind dequant_fp4 for bfloat16 (CUDA build): every byte value and the scale
-// edge cases (2^-127, 2^-126, 1, 2, 2^127) give the bits of the ATen path on the CPU.
-TEST(QuantTest, CudaFp4KernelMatchesCpuBitwise) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the CPU path is covered by the other tests";
-  const int64_t rows = 40, in = 512;
-  const at::Tensor packed = at::remainder(at::arange(rows * in / 2, at::kLong) * 7, 256).to(at::kByte).view({rows, in / 2});
-  const at::Tensor scale = at::tensor(std::vector<int64_t>{0, 1, 126, 127, 128, 254, 100, 150}, at::kLong)
-                               .repeat({rows * in / kFp4Block / 8})
-                               .to(at::kByte)
-                               .view({rows, in / kFp4Block});
-  const at::Tensor cpu = dequant_fp4(packed, scale, at::kBFloat16);
-  const at::Tensor gpu = dequant_fp4(packed.cuda(), scale.cuda(), at::kBFloat16).cpu();
-  ASSERT_EQ(gpu.sizes(), cpu.sizes());
-  EXPECT_TRUE(at::equal(cpu.view(at::kShort), gpu.view(at::kShort)));
-  const at::Tensor ragged = packed.narrow(1, 0, 100).contiguous();  // in = 200: not a multiple of 32, ATen path
-  const at::Tensor ragged_scale = scale.narrow(1, 0, 7).contiguous();
-  EXPECT_TRUE(at::equal(dequant_fp4(ragged, ragged_scale, at::kBFloat16).view(at::kShort),
-                        dequant_fp4(ragged.cuda(), ragged_scale.cuda(), at::kBFloat16).cpu().view(at::kShort)));
-}
-
 }  // namespace
 }  // namespace deepinfer::model
