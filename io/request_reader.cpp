@@ -126,6 +126,9 @@ void tokenize_prompt(RequestLine* request, const RequestParseOptions& options) {
   if (!options.tokenizer)
     throw BadRequest{"text prompts need the tokenizer (tokenizer.json in the model directory), which this job does not have; give 'prompt_token_ids'"};
   request->prompt_token_ids = options.tokenizer->encode(*request->prompt_text, request->add_special_tokens);
+  if (request->add_special_tokens && options.bos_token_id >= 0 && !options.tokenizer->template_adds_tokens()) {
+    request->prompt_token_ids.insert(request->prompt_token_ids.begin(), options.bos_token_id);
+  }
   if (request->prompt_token_ids.empty()) throw BadRequest{"field 'prompt' encodes to no tokens"};
   if (options.vocab_size <= 0) return;
   for (std::size_t i = 0; i < request->prompt_token_ids.size(); ++i) {

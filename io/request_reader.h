@@ -26,6 +26,10 @@ struct RequestParseOptions {
   int64_t max_tokens_limit = 1 << 20; // largest max_tokens accepted
   // Tokenizes text prompts and allows stop strings; null: both are error records.
   std::shared_ptr<const Tokenizer> tokenizer = nullptr;
+  // The checkpoint config's bos_token_id: with add_special_tokens it is prepended to a text
+  // prompt when the tokenizer's template adds no token itself (as transformers' tokenizers
+  // with add_bos_token do); -1: never.
+  int32_t bos_token_id = -1;
 };
 
 // Parses one line (without its newline). Never throws on bad input: returns an error.

@@ -270,7 +270,7 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view json, con
   if (decoder_type != "ByteLevel") fail(where + ": decoder", "unsupported decoder \"" + decoder_type + "\" (only ByteLevel)");
 
   element post;
-  if (root["post_processor"].get(post) == simdjson::SUCCESS) impl->parse_post_processor(post, where + ": post_processor");
+  if (root["post_processor"].get(post) == simdjson::SUCCESS && !post.is_null()) impl->parse_post_processor(post, where + ": post_processor");
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
@@ -371,6 +371,8 @@ bool Tokenizer::is_special(int32_t id) const {
 }
 
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_bytes.size()); }
+
+bool Tokenizer::template_adds_tokens() const { return !impl_->template_prefix.empty() || !impl_->template_suffix.empty(); }
 
 int32_t Tokenizer::token_to_id(std::string_view token) const {
   const auto it = impl_->token_ids.find(std::string(token));

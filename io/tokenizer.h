@@ -7,7 +7,8 @@
 // (TemplateProcessing's "single" template, ByteLevel, Sequence; used when
 // add_special_tokens), decoder (ByteLevel only). Unsupported pieces throw
 // std::invalid_argument naming the file, key and type.
-// Does not own: reading requests, stop strings (io/output_text.h), BOS/EOS from the model config.
+// Does not own: reading requests, stop strings (io/output_text.h), BOS/EOS from the model config
+// (the request reader prepends the config's BOS when the template adds nothing).
 
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,8 @@ class Tokenizer final {
   bool contains(int32_t id) const;
   bool is_special(int32_t id) const;
   int32_t vocab_size() const;  // 1 + the largest id
+  // Whether add_special_tokens adds anything (a post_processor template with special tokens).
+  bool template_adds_tokens() const;
   // Id of an exact token string (vocab or added token), or -1.
   int32_t token_to_id(std::string_view token) const;
 

@@ -64,6 +64,7 @@ pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const mo
   o.scheduler.max_model_len = static_cast<int32_t>(std::min<int64_t>(config.max_model_len, model.max_position_embeddings));
   o.scheduler.eos_token_id = static_cast<int32_t>(model.eos_token_id);
   o.vocab_size = model.vocab_size;
+  o.bos_token_id = static_cast<int32_t>(model.bos_token_id);
   o.overlap = config.overlap;
   o.deadline_s = config.deadline_s;
   o.progress_interval_s = config.progress_interval_s;

@@ -50,7 +50,7 @@ engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64
 
 // Every reader of the job parses alike: the sharding depends on the prompts' token counts.
 io::RequestReader::Options reader_options(const JobOptions& o) {
-  return {.parse = {.vocab_size = o.vocab_size, .tokenizer = o.tokenizer}};
+  return {.parse = {.vocab_size = o.vocab_size, .tokenizer = o.tokenizer, .bos_token_id = o.bos_token_id}};
 }
 
 // The record's "text"; a stop string found makes the finish reason "stop" with the string as

@@ -33,6 +33,7 @@ struct JobOptions {
   uint64_t seed = 0;                     // job seed: derives the seeds of unseeded requests
   engine::Scheduler::Options scheduler;  // pool sizes, budgets, eos, max_model_len
   int64_t vocab_size = 0;                // token ids are checked against it
+  int32_t bos_token_id = -1;             // the model config's: text prompts' BOS where the tokenizer adds none
   // From the model directory's tokenizer.json: text prompts, stop strings and each result's
   // "text". Null: token-id prompts only, "text" is null.
   std::shared_ptr<const io::Tokenizer> tokenizer;

@@ -182,6 +182,32 @@ TEST(RequestLineTest, TextPromptIsTokenizedWithTheTemplateByDefault) {
             (std::vector<int32_t>{7, 8}));
 }
 
+// A tokenizer.json without a post_processor template (post_processor null) adds nothing on
+// add_special_tokens; then the checkpoint config's BOS is prepended, and never twice.
+TEST(RequestLineTest, TemplateLessTokenizerGetsTheConfigBos) {
+  std::string json = tiny_tokenizer_json(512);
+  const std::size_t start = json.find("\"post_processor\":"), end = json.find("\"decoder\":");
+  ASSERT_NE(start, std::string::npos);
+  ASSERT_NE(end, std::string::npos);
+  json.replace(start, end - start, "\"post_processor\":null,\n");
+  const auto bare = Tokenizer::from_json(json, "template-less");
+  EXPECT_FALSE(bare->template_adds_tokens());
+  EXPECT_TRUE(tiny_tokenizer()->template_adds_tokens());
+  const std::string text = "the quick brown fox";
+  const auto plain = bare->encode(text, /*add_special_tokens=*/true);
+  ASSERT_EQ(plain, bare->encode(text, /*add_special_tokens=*/false));
+  auto parse = [&](std::shared_ptr<const Tokenizer> tok, const std::string& line) {
+    return ok(parse_request_line(line, InputLocation{"in.jsonl", 1},
+                                 RequestParseOptions{.vocab_size = 512, .tokenizer = std::move(tok), .bos_token_id = kTinyBosId}));
+  };
+  std::vector<int32_t> with_bos{kTinyBosId};
+  with_bos.insert(with_bos.end(), plain.begin(), plain.end());
+  EXPECT_EQ(parse(bare, R"({"prompt": "the quick brown fox"})").prompt_token_ids, with_bos);
+  EXPECT_EQ(parse(bare, R"({"prompt": "the quick brown fox", "add_special_tokens": false})").prompt_token_ids, plain);
+  EXPECT_EQ(parse(tiny_tokenizer(), R"({"prompt": "the quick brown fox"})").prompt_token_ids,
+            tiny_tokenizer()->encode(text, /*add_special_tokens=*/true));  // the template's BOS only
+}
+
 TEST(RequestLineTest, OpenAiBodyTextPromptAndStopStrings) {
   const RequestLine r = ok(parse_with_tokenizer(R"({"custom_id": "c", "url": "/v1/completions",
       "body": {"prompt": "caf\u00e9 au lait", "stop": ["\n\n", "lait"], "add_special_tokens": false}})"));
