@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <functional>
@@ -25,6 +26,18 @@ class DeviceTimer {
   virtual ~DeviceTimer() = default;
   virtual void start() = 0;
   virtual double stop_ms() = 0;
+};
+
+// Wall-clock timer for the CPU.
+class CpuTimer final : public DeviceTimer {
+ public:
+  void start() override { start_ = std::chrono::steady_clock::now(); }
+  double stop_ms() override {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
 };
 
 std::unique_ptr<DeviceTimer> make_timer(at::Device device);

@@ -2,26 +2,9 @@
 
 #include <ATen/Parallel.h>
 
-#include <chrono>
-
 #include "tests/engine/bench_device.h"
 
 namespace deepinfer::bench {
-namespace {
-
-class CpuTimer final : public DeviceTimer {
- public:
-  void start() override { start_ = std::chrono::steady_clock::now(); }
-  double stop_ms() override {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
-
-}  // namespace
-
 std::string describe_device(at::Device device) {
   TORCH_CHECK(device.is_cpu(), "this build has no CUDA support; device ", device, " is unavailable");
   return "CPU, " + std::to_string(at::get_num_threads()) + " ATen threads";

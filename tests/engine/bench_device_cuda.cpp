@@ -4,23 +4,10 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAEvent.h>
 
-#include <chrono>
-
 #include "tests/engine/bench_device.h"
 
 namespace deepinfer::bench {
 namespace {
-
-class CpuTimer final : public DeviceTimer {
- public:
-  void start() override { start_ = std::chrono::steady_clock::now(); }
-  double stop_ms() override {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
 
 class CudaTimer final : public DeviceTimer {
  public:

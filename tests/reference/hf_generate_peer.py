@@ -19,10 +19,9 @@ only each prompt's own max_tokens count as output tokens. If transformers raises
 falls back to prompt by prompt and says so. Needs torch and transformers >= 5.8 with deepseek_v4 (the GPU machine: torch 2.11,
 transformers 5.17).
 
-Differences from hf_reference.py's loader (whose config / weight code is nested in its
-torch_part and cannot be imported): the config variant search is copied from it; weights are
-streamed tensor by tensor (experts one by one) into a model built directly in the target dtype on
-the target device, instead of a float32 CPU model plus a full float32 state dict, so large
+The config comes from hf_checkpoint.build_hf_config, as in hf_reference.py. Unlike there, weights
+are streamed tensor by tensor (experts one by one) into a model built directly in the target dtype
+on the target device, instead of a float32 CPU model plus a full float32 state dict, so large
 checkpoints fit in host memory. Checkpoint-F32 tensors stay float32 in a bfloat16 model, as there.
 
 Usage:
@@ -37,8 +36,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_checkpoint import (CheckpointReader, checkpoint_headers, hf_config_kwargs,  # noqa: E402
-                           load_our_config, plan_rename)
+from hf_checkpoint import (CheckpointReader, build_hf_config, checkpoint_headers,  # noqa: E402
+                           hf_config_kwargs, load_our_config, plan_rename)
 
 WARMUP_TOKENS = 8
 
@@ -126,58 +125,6 @@ def make_batches(prompts, batch_size):
 
 
 # ----------------------------------------------------------------------------- model (torch)
-
-
-def build_hf_config(DeepseekV4Config, kw, yarn, rope_dim):
-    """Copied from hf_reference.py torch_part (build_config / config_problems, nested there):
-    try the rope spellings transformers versions accept; keep the first that matches config.json."""
-    def build_config(variant):
-        k = dict(kw)
-        if variant == "rope_scaling":
-            k["rope_scaling"] = {"type": "yarn", **yarn}
-        elif variant == "rope_parameters":
-            k["rope_parameters"] = {"rope_type": "yarn", **yarn}
-        else:
-            common = {"partial_rotary_factor": kw["partial_rotary_factor"]}
-            k["rope_parameters"] = {
-                "main": {"rope_type": "default", "rope_theta": kw["rope_theta"], **common},
-                "compress": {"rope_type": "yarn", "rope_theta": kw["compress_rope_theta"], "attention_factor": 1.0,
-                             **yarn, **common},
-            }
-        return DeepseekV4Config(**k)
-
-    def config_problems(cfg):
-        p = []
-        for key in ("layer_types", "mlp_layer_types"):
-            if list(getattr(cfg, key)) != kw[key]:
-                p.append(f"{key} = {getattr(cfg, key)}, wanted {kw[key]}")
-        for lt, rate in kw["compress_rates"].items():
-            if int(cfg.compress_rates.get(lt, -1)) != rate:
-                p.append(f"compress_rates[{lt}] = {cfg.compress_rates.get(lt)}, wanted {rate}")
-        if int(getattr(cfg, "qk_rope_head_dim", -1)) != rope_dim:
-            p.append(f"qk_rope_head_dim = {getattr(cfg, 'qk_rope_head_dim', None)}, wanted {rope_dim}")
-        rp = getattr(cfg, "rope_parameters", None) or {}
-        main, comp = rp.get("main") or {}, rp.get("compress") or {}
-        if main.get("rope_type", "default") != "default" or float(main.get("rope_theta", -1)) != kw["rope_theta"]:
-            p.append(f"rope_parameters['main'] = {main}")
-        if (comp.get("rope_type") != "yarn" or float(comp.get("rope_theta", -1)) != kw["compress_rope_theta"]
-                or float(comp.get("factor", -1)) != yarn["factor"]
-                or float(comp.get("attention_factor", 1.0)) != 1.0):
-            p.append(f"rope_parameters['compress'] = {comp}")
-        return p
-
-    for variant in ("rope_scaling", "rope_parameters", "nested"):
-        try:
-            candidate = build_config(variant)
-        except Exception as error:  # a variant this transformers version rejects
-            log(f"config variant '{variant}' rejected: {type(error).__name__}: {error}")
-            continue
-        problems = config_problems(candidate)
-        if not problems:
-            log(f"config built with variant '{variant}'")
-            return candidate
-        log(f"config variant '{variant}' does not match:\n    " + "\n    ".join(problems))
-    fail("could not build a DeepseekV4Config that matches config.json")
 
 
 def build_model(args, torch, DeepseekV4Config, DeepseekV4ForCausalLM, device):

@@ -28,8 +28,8 @@ import struct
 import sys
 import time
 
-from hf_checkpoint import (CheckpointReader, checkpoint_headers, check_names, expected_hf_shapes, fail,
-                           hf_config_kwargs, load_our_config, log, plan_rename)
+from hf_checkpoint import (CheckpointReader, build_hf_config, checkpoint_headers, check_names, expected_hf_shapes,
+                           fail, hf_config_kwargs, load_our_config, log, plan_rename)
 
 
 # ----------------------------------------------------------------------------- torch part
@@ -58,56 +58,7 @@ def torch_part(args):
     dense = reader.dense
 
     # ---- config
-    def build_config(variant):
-        k = dict(kw)
-        if variant == "rope_scaling":
-            k["rope_scaling"] = {"type": "yarn", **yarn}
-        elif variant == "rope_parameters":
-            k["rope_parameters"] = {"rope_type": "yarn", **yarn}
-        else:
-            common = {"partial_rotary_factor": kw["partial_rotary_factor"]}
-            k["rope_parameters"] = {
-                "main": {"rope_type": "default", "rope_theta": kw["rope_theta"], **common},
-                "compress": {"rope_type": "yarn", "rope_theta": kw["compress_rope_theta"], "attention_factor": 1.0,
-                             **yarn, **common},
-            }
-        return DeepseekV4Config(**k)
-
-    def config_problems(cfg):
-        p = []
-        for key in ("layer_types", "mlp_layer_types"):
-            if list(getattr(cfg, key)) != kw[key]:
-                p.append(f"{key} = {getattr(cfg, key)}, wanted {kw[key]}")
-        for lt, rate in kw["compress_rates"].items():
-            if int(cfg.compress_rates.get(lt, -1)) != rate:
-                p.append(f"compress_rates[{lt}] = {cfg.compress_rates.get(lt)}, wanted {rate}")
-        if int(getattr(cfg, "qk_rope_head_dim", -1)) != rope_dim:
-            p.append(f"qk_rope_head_dim = {getattr(cfg, 'qk_rope_head_dim', None)}, wanted {rope_dim}")
-        rp = getattr(cfg, "rope_parameters", None) or {}
-        main, comp = rp.get("main") or {}, rp.get("compress") or {}
-        if main.get("rope_type", "default") != "default" or float(main.get("rope_theta", -1)) != kw["rope_theta"]:
-            p.append(f"rope_parameters['main'] = {main}")
-        if (comp.get("rope_type") != "yarn" or float(comp.get("rope_theta", -1)) != kw["compress_rope_theta"]
-                or float(comp.get("factor", -1)) != yarn["factor"]
-                or float(comp.get("attention_factor", 1.0)) != 1.0):
-            p.append(f"rope_parameters['compress'] = {comp}")
-        return p
-
-    cfg = None
-    for variant in ("rope_scaling", "rope_parameters", "nested"):
-        try:
-            candidate = build_config(variant)
-        except Exception as error:  # a variant this transformers version rejects
-            log(f"config variant '{variant}' rejected: {type(error).__name__}: {error}")
-            continue
-        problems = config_problems(candidate)
-        if not problems:
-            cfg = candidate
-            log(f"config built with variant '{variant}'")
-            break
-        log(f"config variant '{variant}' does not match:\n    " + "\n    ".join(problems))
-    if cfg is None:
-        fail("could not build a DeepseekV4Config that matches config.json")
+    cfg = build_hf_config(DeepseekV4Config, kw, yarn, rope_dim)
     try:
         cfg._attn_implementation = "eager"
     except Exception as error:
