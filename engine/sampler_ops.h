@@ -34,10 +34,11 @@ at::Tensor mix_seed(const at::Tensor& seed, const at::Tensor& position);
 at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size);
 
 // keys: [B, 2] from mix_seed. Returns [B, vocab_size] float32: gumbel_noise(key_b, token).
-// kFused on CUDA (CUDA build): one fused kernel (engine/cuda/gumbel_noise.h, meant to give the
-// same bits); sample() uses kAten until SamplerCuda.FusedNoiseKernelMatchesTheCpuBitForBit has
-// passed on a GPU. Elsewhere kFused falls back to the ATen ops.
+// kFused (the default, sample()'s choice) on CUDA in a CUDA build: one fused kernel
+// (engine/cuda/gumbel_noise.h) giving the same bits as the ATen ops (checked on the H200 by
+// SamplerCuda.FusedNoiseKernelMatchesTheCpuBitForBit); elsewhere it falls back to the ATen ops.
+// kAten: the ATen ops everywhere, the reference the kernel is tested against.
 enum class NoiseKernel { kAten, kFused };
-at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size, NoiseKernel kernel = NoiseKernel::kAten);
+at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size, NoiseKernel kernel = NoiseKernel::kFused);
 
 }  // namespace deepinfer::engine

@@ -113,10 +113,10 @@ int run(const Args& a) {
   }
   // Components, for reading the totals above.
   const SamplingBatch batch = SamplingBatch::from_rows(rows_with(a.batch, [](SamplingRow&, int64_t) {}), a.vocab).to(device);
-  report("  part: mix_seed + gumbel_noise", time_calls(a, device, [&] {
-           (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab);
+  report("  part: mix_seed + gumbel_noise, ATen ops", time_calls(a, device, [&] {
+           (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab, engine::NoiseKernel::kAten);
          }));
-  if (device.is_cuda()) {  // the fused noise kernel (engine/cuda/gumbel_noise.h), not yet sample()'s default
+  if (device.is_cuda()) {  // the fused noise kernel (engine/cuda/gumbel_noise.h), sample()'s default on CUDA
     report("  part: mix_seed + gumbel_noise, fused kernel", time_calls(a, device, [&] {
              (void)engine::gumbel_noise(engine::mix_seed(batch.seed, batch.position), a.vocab, engine::NoiseKernel::kFused);
            }));

@@ -40,16 +40,16 @@ TEST(SamplerCuda, ExactMathAndNoiseMatchTheCpuBitForBit) {
   const at::Tensor position = at::randint(0, int64_t{1} << 40, {64}, at::kLong);
   const at::Tensor keys = mix_seed(seed, position);
   EXPECT_TRUE(bitwise_equal(keys, mix_seed(seed.to(kCuda), position.to(kCuda))));
-  EXPECT_TRUE(bitwise_equal(gumbel_noise(keys, 129280), gumbel_noise(keys.to(kCuda), 129280)));
+  EXPECT_TRUE(bitwise_equal(gumbel_noise(keys, 129280, NoiseKernel::kAten), gumbel_noise(keys.to(kCuda), 129280, NoiseKernel::kAten)));
 }
 
-// The fused noise kernel (not yet sample()'s default) against the CPU reference path.
+// The fused noise kernel (sample()'s default on CUDA) against the CPU reference path.
 TEST(SamplerCuda, FusedNoiseKernelMatchesTheCpuBitForBit) {
   SKIP_WITHOUT_CUDA();
   const at::Tensor seed = at::randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {64}, at::kLong);
   const at::Tensor position = at::randint(0, int64_t{1} << 40, {64}, at::kLong);
   const at::Tensor keys = mix_seed(seed, position);
-  const at::Tensor cpu = gumbel_noise(keys, 129280);
+  const at::Tensor cpu = gumbel_noise(keys, 129280, NoiseKernel::kAten);
   const at::Tensor fused = gumbel_noise(keys.to(kCuda), 129280, NoiseKernel::kFused);
   EXPECT_TRUE(bitwise_equal(cpu, fused));
 }

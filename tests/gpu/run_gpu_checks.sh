@@ -4,8 +4,8 @@
 # device tool returns at most 8 files from $OUT, and what is packed survives a timeout).
 # Run from the repository root after `source .deps/env.sh`:
 #   tests/gpu/run_gpu_checks.sh build tests tokenizer reference sampler forward   # correctness, step time
-#   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks
-#   tests/gpu/run_gpu_checks.sh build nccl                       # 2 GPUs (nvidia-h200-x2)
+#   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks (bench = bench_tiny bench_slice)
+#   tests/gpu/run_gpu_checks.sh build nccl nccl_fail             # 2 GPUs (nvidia-h200-x2)
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -48,16 +48,18 @@ for s in "$@"; do
       stage forward ${DEEPINFER_FORWARD_LIMIT:-240} "$build/bin/forward_bench --config configs/models/tiny.json --device cuda --batch 64 --context 512 && $build/bin/forward_bench --config configs/models/v4-flash-slice.json --device cuda --batch 64 --context 512" ;;
     tokenizer)
       stage tokenizer 120 "python3 tests/reference/tokenizer_parity.py --out $LOGS/tokenizer_parity" ;;
-    bench)
+    bench|bench_tiny|bench_slice)
       # The tiny checkpoint both we and the transformers peer run (bfloat16 on CUDA for both).
-      stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
-      stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_tiny.json --prompts-out $LOGS/prompts_tiny.jsonl"
-      stage bench_slice ${DEEPINFER_SLICE_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts ${DEEPINFER_SLICE_PROMPTS:-256} --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_slice.json" ;;
+      [ $s = bench_slice ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
+      [ $s = bench_slice ] || stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_tiny.json --prompts-out $LOGS/prompts_tiny.jsonl"
+      [ $s = bench_tiny ] || stage bench_slice ${DEEPINFER_SLICE_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts ${DEEPINFER_SLICE_PROMPTS:-256} --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_slice.json" ;;
     peer)
       [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
       stage peer ${DEEPINFER_PEER_LIMIT:-300} "python3 tests/reference/hf_generate_peer.py --checkpoint $build/tiny_ckpt --prompts $LOGS/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size ${DEEPINFER_PEER_BATCH:-16} ${DEEPINFER_PEER_ARGS:-} --json $LOGS/peer_tiny.json" ;;
     nccl)
       stage nccl ${DEEPINFER_NCCL_LIMIT:-400} "tests/gpu/nccl_generate.sh $build $LOGS/nccl ${DEEPINFER_NCCL_PROMPTS:-64} ${DEEPINFER_NCCL_SLICE_PROMPTS:-16}" ;;
+    nccl_fail)
+      stage nccl_fail ${DEEPINFER_NCCL_FAIL_LIMIT:-240} "tests/gpu/nccl_failure.sh $build $LOGS/nccl_fail" ;;
     *) echo "unknown stage $s"; failed=$((failed + 1)) ;;
   esac
 done

@@ -141,9 +141,17 @@ def torch_part(args):
     if args.dtype == "bfloat16":
         keep = {key for key, (kind, arg) in plan.items()
                 if kind == "copy" and headers[by_official[arg]][1] == "F32" and sd[key].is_floating_point()}
+        # Buffers the model computes itself (the rotary inv_freq tables, non-persistent) stay float32,
+        # as from_pretrained(torch_dtype=bfloat16) leaves them; a plain .to(bfloat16) would round the
+        # RoPE frequencies (relative error up to ~4e-3, ~0.02 rad at distance 127).
+        computed = {k: b.detach().clone() for k, b in model.named_buffers() if k not in new_sd and b.is_floating_point()}
         model = model.to(torch.bfloat16)
         params = dict(model.named_parameters())
         buffers = dict(model.named_buffers())
+        for key, value in computed.items():
+            buffers[key].data = value
+        log(f"bfloat16 model; computed buffers kept in their dtype: {sorted(computed)[:6]}{' ...' if len(computed) > 6 else ''} "
+            f"({len(computed)})")
         for key in sorted(keep):  # F32 in the checkpoint (hc, sinks, ape, gate bias) stays float32
             holder = params.get(key, buffers.get(key))
             if holder is not None:

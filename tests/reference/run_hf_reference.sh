@@ -15,7 +15,7 @@
 #                                       transformers' own bf16 one-shot and chunked logits differ
 #                                       by ~1-2; the HF-bf16-vs-HF-fp32 line shows the same.
 # Environment: DEEPINFER_HF_CONFIGS (default "tiny-bf16 tiny"; ~2.5 min each on an H200, most
-# of it transformers' token-by-token runs), PYTHON (default python3, needs torch + transformers >= 5.8), DEEPINFER_HF_DEVICE
+# of it transformers' token-by-token runs), DEEPINFER_HF_EXPERTS (default "dense fp4"), PYTHON (default python3, needs torch + transformers >= 5.8), DEEPINFER_HF_DEVICE
 # (cuda or cpu for both sides; default cuda), DEEPINFER_HF_SEED (init-model seed, default 7).
 # Exit status: non-zero when a gated comparison failed (every combination still runs).
 set -uo pipefail
@@ -59,7 +59,7 @@ compare() {
 
 for config_name in ${DEEPINFER_HF_CONFIGS:-tiny-bf16 tiny}; do
   if [[ $config_name == tiny ]]; then config=$SRC/configs/models/tiny.json; else config=$SRC/tests/reference/tiny-bf16.json; fi
-  for experts in dense fp4; do
+  for experts in ${DEEPINFER_HF_EXPERTS:-dense fp4}; do
     tag=${config_name}_$experts
     ckpt=$WORK/ckpt_$tag
     flags=()
