@@ -99,18 +99,18 @@ at::Tensor attend_tile(const LayerInfo& info, const SequenceGroup& group, const 
   return out;
 }
 
-Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& positions, const Rope& rope) {
+Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0);
   const double eps = c.rms_norm_eps;
   Projected out;
   const at::Tensor qr = rms_norm(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), weights.layer(layer, "attn.q_norm.weight"), eps);
   const at::Tensor q = at::linear(qr, weights.layer(layer, "attn.wq_b.weight")).view({T, c.num_heads, c.head_dim});
-  out.q = rope.apply(rms_norm(q, at::Tensor(), eps), positions.unsqueeze(-1));
-  out.kv = rope.apply(rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps), positions);
+  out.q = angles.apply(rms_norm(q, at::Tensor(), eps));
+  out.kv = angles.apply(rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps));
   if (c.layer_type(layer) == LayerType::kCsa) {
     const at::Tensor iq = at::linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
-    out.index_q = rope.apply(iq, positions.unsqueeze(-1));
+    out.index_q = angles.apply(iq);
     out.index_w = at::linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat) /
                   std::sqrt(static_cast<double>(c.index_n_heads));
   }
@@ -120,12 +120,13 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
 }  // namespace
 
 at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const ForwardBatch& batch,
-                             const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const AttentionOptions& options) {
+                             const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const RopeAngles& angles,
+                             const AttentionOptions& options) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0), H = c.num_heads, d = c.head_dim, W = c.sliding_window;
   const LayerInfo info{c.compress_ratio(layer), W, c.index_topk, H, d, c.index_head_dim, c.layer_type(layer) == LayerType::kCsa,
                        weights.layer(layer, "attn.attn_sink")};
-  const Projected proj = project(weights, layer, x, batch.positions, rope);
+  const Projected proj = project(weights, layer, x, angles);
   const std::string prefix = layer_prefix(layer) + "attn.";
   at::Tensor out = at::empty({T, H, d}, x.options());
   for (const SequenceGroup& group : groups) {
@@ -165,7 +166,7 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
     }
   }
   // De-rotate by the query position, then the grouped low-rank output projection.
-  const at::Tensor o = rope.apply(out, batch.positions.unsqueeze(-1), /*inverse=*/true);
+  const at::Tensor o = angles.apply(out, /*inverse=*/true);
   const int64_t G = c.o_groups, group_in = H * d / G;
   const at::Tensor wo_a = weights.layer(layer, "attn.wo_a.weight").view({G, c.o_lora_rank, group_in});
   const at::Tensor z = at::bmm(o.reshape({T, G, group_in}).transpose(0, 1), wo_a.transpose(1, 2)).transpose(0, 1).reshape({T, G * c.o_lora_rank});

@@ -23,8 +23,10 @@ struct AttentionOptions {
   int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers)
 };
 
-// x [T, D] attn-normed hidden rows; rope is the layer's (main or compress) -> [T, D].
+// x [T, D] attn-normed hidden rows -> [T, D]. rope is the layer's (main or compress; the compressor
+// ropes its entries with it), angles the same rope's table at batch.positions (Rope::angles).
 at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const ForwardBatch& batch,
-                             const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const AttentionOptions& options);
+                             const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const RopeAngles& angles,
+                             const AttentionOptions& options);
 
 }  // namespace deepinfer::model

@@ -30,12 +30,16 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const int64_t T = batch.num_tokens();
   const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);  // [T, D]
   at::Tensor streams = embedded.unsqueeze(1).expand({T, c.hc_mult, c.hidden_size}).contiguous();  // [T, n, D]
+  // The token positions' cos / sin, once per rope for all layers.
+  const RopeAngles main_angles = main_rope_.angles(batch.positions), compress_angles = compress_rope_.angles(batch.positions);
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    const Rope& rope = c.compress_ratio(l) > 0 ? compress_rope_ : main_rope_;
+    const bool compressed = c.compress_ratio(l) > 0;
+    const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
     HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c);
     at::Tensor h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps);
-    at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, options_.attention);
+    at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles,
+                                     options_.attention);
     streams = hc_expand(streams, y, mix);
     // FFN site.
     mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c);

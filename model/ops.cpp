@@ -38,19 +38,39 @@ Rope Rope::compress(const ModelConfig& config, at::Device device) {
   return Rope(rope_inv_freq(config.rope_head_dim, config.compress_rope_theta, &config.yarn).to(device));
 }
 
+RopeAngles Rope::angles(const at::Tensor& positions) const {
+  const at::Tensor angle = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;  // [P..., r/2]
+  const at::Tensor cos = angle.cos(), sin = angle.sin();
+  RopeAngles out;
+  out.cos_ = at::stack({cos, cos}, -1);
+  out.sin_ = at::stack({-sin, sin}, -1);
+  out.inverse_sin_ = at::stack({sin, -sin}, -1);
+  return out;
+}
+
 at::Tensor Rope::apply(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
-  const int64_t r = rope_dim();
+  return angles(positions).apply(x, inverse);
+}
+
+at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {
+  const int64_t r = 2 * cos_.size(-2);
   const int64_t dim = x.size(-1);
-  TORCH_CHECK(dim >= r, "Rope::apply: last dim ", dim, " is smaller than the rope dim ", r);
-  const at::Tensor angle = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;  // [..., r/2]
-  const at::Tensor cos = angle.cos();
-  const at::Tensor sin = inverse ? -angle.sin() : angle.sin();
+  const int64_t position_dims = cos_.dim() - 2;
+  TORCH_CHECK(dim >= r, "RopeAngles::apply: last dim ", dim, " is smaller than the rope dim ", r);
+  TORCH_CHECK(x.dim() - 1 >= position_dims, "RopeAngles::apply: x has ", x.dim(), " dims, positions ", position_dims);
   std::vector<int64_t> pair_shape(x.sizes().begin(), x.sizes().end() - 1);
   pair_shape.push_back(r / 2);
   pair_shape.push_back(2);
+  // The table's positions align with x's leading dims; x's further dims broadcast.
+  std::vector<int64_t> table_shape(cos_.sizes().begin(), cos_.sizes().begin() + position_dims);
+  table_shape.insert(table_shape.end(), x.dim() - 1 - position_dims, 1);
+  table_shape.push_back(r / 2);
+  table_shape.push_back(2);
   const at::Tensor pairs = x.narrow(-1, dim - r, r).to(at::kFloat).reshape(pair_shape);
-  const at::Tensor a = pairs.select(-1, 0), b = pairs.select(-1, 1);
-  const at::Tensor rotated = at::stack({a * cos - b * sin, a * sin + b * cos}, -1).flatten(-2).to(x.scalar_type());
+  // (a, b) * (cos, cos) + (b, a) * (-sin, sin) = (a cos - b sin, b cos + a sin): the same bits as
+  // the textbook form (negation is exact, addition commutes).
+  const at::Tensor rotated =
+      (pairs * cos_.view(table_shape) + pairs.flip(-1) * (inverse ? inverse_sin_ : sin_).view(table_shape)).flatten(-2).to(x.scalar_type());
   if (r == dim) return rotated;
   return at::cat({x.narrow(-1, 0, dim - r), rotated}, -1);
 }

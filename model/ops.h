@@ -15,8 +15,25 @@ namespace deepinfer::model {
 // An undefined weight means no weight.
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
+// cos and sin of position * inv_freq for one set of positions, laid out for the interleaved
+// pairs, so one table serves every tensor roped at those positions (the layer's q, kv, indexer q
+// and the de-rotated output). Made by Rope::angles.
+class RopeAngles final {
+ public:
+  // x [P..., extra..., dim] where P is the positions' shape (extra dims broadcast): the last
+  // rope_dim channels rotated, (a cos - b sin, a sin + b cos), or by -angle when `inverse`.
+  at::Tensor apply(const at::Tensor& x, bool inverse = false) const;
+
+ private:
+  friend class Rope;
+  at::Tensor cos_;          // [P..., r/2, 2] float32: (cos, cos)
+  at::Tensor sin_;          // [P..., r/2, 2] float32: (-sin, sin)
+  at::Tensor inverse_sin_;  // [P..., r/2, 2] float32: (sin, -sin)
+};
+
 // RoPE on the LAST rope_dim channels as interleaved pairs (x[2i], x[2i+1]):
 // (a cos - b sin, a sin + b cos) with angle = position * inv_freq[i]; inverse rotates by -angle.
+// Computed as pairs * (cos, cos) + swapped pairs * (-sin, sin), which gives the same bits.
 class Rope final {
  public:
   explicit Rope(at::Tensor inv_freq) : inv_freq_(std::move(inv_freq)) {}
@@ -25,6 +42,8 @@ class Rope final {
   // Ratio>0 layers (q, window kv, compressor entries, indexer q/k): compress_rope_theta + YaRN.
   static Rope compress(const ModelConfig& config, at::Device device);
 
+  // positions int64 of any shape -> the cos / sin table for them.
+  RopeAngles angles(const at::Tensor& positions) const;
   // x [..., dim]; positions int64 with shape x.shape[:-1] or broadcastable to it.
   at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // [rope_dim / 2] float32
