@@ -58,6 +58,10 @@ at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {
   const int64_t position_dims = cos_.dim() - 2;
   TORCH_CHECK(dim >= r, "RopeAngles::apply: last dim ", dim, " is smaller than the rope dim ", r);
   TORCH_CHECK(x.dim() - 1 >= position_dims, "RopeAngles::apply: x has ", x.dim(), " dims, positions ", position_dims);
+  for (int64_t i = 0; i < position_dims; ++i) {
+    TORCH_CHECK(cos_.size(i) == x.size(i) || cos_.size(i) == 1, "RopeAngles::apply: positions ", cos_.sizes().slice(0, position_dims),
+                " do not line up with the leading dims of x ", x.sizes());
+  }
   std::vector<int64_t> pair_shape(x.sizes().begin(), x.sizes().end() - 1);
   pair_shape.push_back(r / 2);
   pair_shape.push_back(2);

@@ -44,7 +44,8 @@ class Rope final {
 
   // positions int64 of any shape -> the cos / sin table for them.
   RopeAngles angles(const at::Tensor& positions) const;
-  // x [..., dim]; positions int64 with shape x.shape[:-1] or broadcastable to it.
+  // x [..., dim]; positions int64 aligned with x's LEADING dims (x.shape[:k]; a size-1 dim
+  // broadcasts, missing trailing dims broadcast), e.g. [T] or [T, 1] for x [T, H, dim].
   at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // [rope_dim / 2] float32
   int64_t rope_dim() const { return 2 * inv_freq_.size(0); }

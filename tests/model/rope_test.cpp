@@ -56,6 +56,8 @@ TEST(Rope, AnglesTableGivesTheTextbookBits) {
 TEST(Rope, ApplyNamesAMismatch) {
   const Rope rope(rope_inv_freq(64, 10000.0, nullptr));
   EXPECT_THROW((void)rope.angles(at::arange(4)).apply(at::zeros({4, 32})), c10::Error);  // dim 32 < rope dim 64
+  // Positions line up with x's leading dims: [7] against [3, 7, 64] is refused, not broadcast from the right.
+  EXPECT_THROW((void)rope.apply(at::zeros({3, 7, 64}), at::arange(7)), c10::Error);
 }
 
 }  // namespace

@@ -168,6 +168,9 @@ def torch_part(args):
             log(f"WARNING: bf16 forward with float32 parameters failed ({type(error).__name__}: {error}); "
                 "falling back to an all-bfloat16 model")
             model = model.to(torch.bfloat16)
+            buffers = dict(model.named_buffers())
+            for key, value in computed.items():  # the RoPE tables stay float32 here too
+                buffers[key].data = value.to(device)
             fp32_kept, bf16_mode = [], "all-bf16"
 
     # ---- prompts

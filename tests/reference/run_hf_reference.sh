@@ -60,6 +60,7 @@ compare() {
 for config_name in ${DEEPINFER_HF_CONFIGS:-tiny-bf16 tiny}; do
   if [[ $config_name == tiny ]]; then config=$SRC/configs/models/tiny.json; else config=$SRC/tests/reference/tiny-bf16.json; fi
   for experts in ${DEEPINFER_HF_EXPERTS:-dense fp4}; do
+    [[ $experts == dense || $experts == fp4 ]] || { echo "run_hf_reference: DEEPINFER_HF_EXPERTS: unknown '$experts' (dense, fp4)" >&2; exit 1; }
     tag=${config_name}_$experts
     ckpt=$WORK/ckpt_$tag
     flags=()
