@@ -28,6 +28,7 @@ struct LayerInfo {
   int64_t ratio, window, topk, heads, head_dim, index_dim;
   bool csa;
   at::Tensor sink;  // [H] float32
+  Numerics numerics;
 };
 
 // entries 0..E-1 of each sequence from paged [num_blocks, 128/m, d] -> [B, E, d].
@@ -82,32 +83,39 @@ at::Tensor attend_tile(const LayerInfo& info, const SequenceGroup& group, const 
     }
   }
   const int64_t n_window = W;
-  at::Tensor logits = at::cat(scores, -1).to(at::kFloat) / std::sqrt(static_cast<double>(d));  // [B, lt, H, keys]
+  const bool transformers = info.numerics == Numerics::kTransformers;
+  // kTransformers scales the scores in the model dtype, as its eager attention does.
+  at::Tensor logits = transformers ? at::cat(scores, -1).mul(std::pow(static_cast<double>(d), -0.5)).to(at::kFloat)
+                                   : at::cat(scores, -1).to(at::kFloat) / std::sqrt(static_cast<double>(d));  // [B, lt, H, keys]
   logits = logits.masked_fill(~at::cat(valid, -1).unsqueeze(2), kNegInf);
   // The sink joins the softmax denominator only.
   const at::Tensor sink = info.sink.view({1, 1, H, 1}).expand({B, lt, H, 1});
-  const at::Tensor probs = at::softmax(at::cat({logits, sink}, -1), -1).narrow(-1, 0, logits.size(-1)).to(q.scalar_type());
-  at::Tensor out = at::matmul(probs.narrow(-1, 0, n_window), window_keys);  // V = K
+  const at::ScalarType dt = q.scalar_type();
+  // kTransformers: P.V over window and compressed keys accumulated in float32 and rounded once (one
+  // matmul over all keys there); kOfficial: the two products in the model dtype.
+  const at::ScalarType pv = transformers ? at::kFloat : dt;
+  const at::Tensor probs = at::softmax(at::cat({logits, sink}, -1), -1).narrow(-1, 0, logits.size(-1)).to(dt).to(pv);
+  at::Tensor out = at::matmul(probs.narrow(-1, 0, n_window), window_keys.to(pv));  // V = K
   if (keys.entries.defined()) {
     const at::Tensor p_c = probs.narrow(-1, n_window, probs.size(-1) - n_window);
     if (!info.csa) {
-      out = out + at::matmul(p_c.reshape({B, lt * H, -1}), keys.entries).view({B, lt, H, d});
+      out = out + at::matmul(p_c.reshape({B, lt * H, -1}), keys.entries.to(pv)).view({B, lt, H, d});
     } else {
-      out = out + at::matmul(p_c, compressed_keys);
+      out = out + at::matmul(p_c, compressed_keys.to(pv));
     }
   }
-  return out;
+  return out.to(dt);
 }
 
-Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles) {
+Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles, Numerics numerics) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0);
   const double eps = c.rms_norm_eps;
   Projected out;
-  const at::Tensor qr = rms_norm(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), weights.layer(layer, "attn.q_norm.weight"), eps);
+  const at::Tensor qr = rms_norm(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), weights.layer(layer, "attn.q_norm.weight"), eps, numerics);
   const at::Tensor q = at::linear(qr, weights.layer(layer, "attn.wq_b.weight")).view({T, c.num_heads, c.head_dim});
-  out.q = angles.apply(rms_norm(q, at::Tensor(), eps));
-  out.kv = angles.apply(rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps));
+  out.q = angles.apply(rms_norm(q, at::Tensor(), eps, numerics));
+  out.kv = angles.apply(rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps, numerics));
   if (c.layer_type(layer) == LayerType::kCsa) {
     const at::Tensor iq = at::linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
     out.index_q = angles.apply(iq);
@@ -121,21 +129,21 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
 
 at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const ForwardBatch& batch,
                              const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const RopeAngles& angles,
-                             const AttentionOptions& options) {
+                             const AttentionOptions& options, Numerics numerics) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0), H = c.num_heads, d = c.head_dim, W = c.sliding_window;
   const LayerInfo info{c.compress_ratio(layer), W, c.index_topk, H, d, c.index_head_dim, c.layer_type(layer) == LayerType::kCsa,
-                       weights.layer(layer, "attn.attn_sink")};
-  const Projected proj = project(weights, layer, x, angles);
+                       weights.layer(layer, "attn.attn_sink"), numerics};
+  const Projected proj = project(weights, layer, x, angles, numerics);
   const std::string prefix = layer_prefix(layer) + "attn.";
   at::Tensor out = at::empty({T, H, d}, x.options());
   for (const SequenceGroup& group : groups) {
     const int64_t B = group.num_seqs, L = group.len;
     if (info.ratio > 0) {
       const at::Tensor xg = x.index_select(0, group.rows).view({B, L, -1});
-      compress_group(weights, {prefix + "compressor.", info.ratio, c.compress_overlap(layer), d}, group, xg, rope, cache.tail, cache.compressed);
+      compress_group(weights, {prefix + "compressor.", info.ratio, c.compress_overlap(layer), d}, group, xg, rope, cache.tail, cache.compressed, numerics);
       if (info.csa) {
-        compress_group(weights, {prefix + "indexer.compressor.", info.ratio, 2, c.index_head_dim}, group, xg, rope, cache.index_tail, cache.index_keys);
+        compress_group(weights, {prefix + "indexer.compressor.", info.ratio, 2, c.index_head_dim}, group, xg, rope, cache.index_tail, cache.index_keys, numerics);
       }
     }
     GroupKeys keys;

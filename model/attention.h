@@ -24,9 +24,10 @@ struct AttentionOptions {
 };
 
 // x [T, D] attn-normed hidden rows -> [T, D]. rope is the layer's (main or compress; the compressor
-// ropes its entries with it), angles the same rope's table at batch.positions (Rope::angles).
+// ropes its entries with it), angles the same rope's table at batch.positions (Rope::angles);
+// numerics: where a bfloat16 run rounds (ops.h).
 at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const ForwardBatch& batch,
                              const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const RopeAngles& angles,
-                             const AttentionOptions& options);
+                             const AttentionOptions& options, Numerics numerics = Numerics::kOfficial);
 
 }  // namespace deepinfer::model

@@ -26,7 +26,10 @@ struct CompressorSpec {
 
 // x [B, L, D] attn-normed hidden rows of the group. paged [num_blocks, 128/m, d'].
 // Windows a sequence completes are those w with p <= (w+1) m - 1 < p + L (p = first position).
+// kOfficial pools, normalizes and ropes in float32 (one rounding at the paged write);
+// kTransformers pools in x's dtype (rounded softmax weights, products and sum) and normalizes and
+// ropes in it.
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged);
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics = Numerics::kOfficial);
 
 }  // namespace deepinfer::model

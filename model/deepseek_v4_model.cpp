@@ -31,25 +31,28 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);  // [T, D]
   at::Tensor streams = embedded.unsqueeze(1).expand({T, c.hc_mult, c.hidden_size}).contiguous();  // [T, n, D]
   // The token positions' cos / sin, once per rope for all layers.
-  const RopeAngles main_angles = main_rope_.angles(batch.positions), compress_angles = compress_rope_.angles(batch.positions);
+  const Numerics numerics = options_.numerics;
+  const at::ScalarType table_dtype = numerics == Numerics::kTransformers ? weights_.dtype() : at::kFloat;
+  const RopeAngles main_angles = main_rope_.angles(batch.positions, table_dtype);
+  const RopeAngles compress_angles = compress_rope_.angles(batch.positions, table_dtype);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const bool compressed = c.compress_ratio(l) > 0;
     const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
-    HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c);
-    at::Tensor h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps);
+    HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, numerics);
+    at::Tensor h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps, numerics);
     at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles,
-                                     options_.attention);
-    streams = hc_expand(streams, y, mix);
+                                     options_.attention, numerics);
+    streams = hc_expand(streams, y, mix, numerics);
     // FFN site.
-    mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c);
-    h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps);
-    y = moe_forward(weights_, l, h, batch.token_ids, comm_, &experts_workspace_);
-    streams = hc_expand(streams, y, mix);
+    mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c, numerics);
+    h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps, numerics);
+    y = moe_forward(weights_, l, h, batch.token_ids, comm_, &experts_workspace_, numerics);
+    streams = hc_expand(streams, y, mix, numerics);
   }
   const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
-  const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c);
-  return rms_norm(collapsed, weights_.get("norm.weight"), eps);
+  const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, numerics);
+  return rms_norm(collapsed, weights_.get("norm.weight"), eps, numerics);
 }
 
 at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const {

@@ -24,6 +24,7 @@ class DeepseekV4Model final {
  public:
   struct Options {
     AttentionOptions attention;
+    Numerics numerics = Numerics::kOfficial;  // where a bfloat16 forward rounds (ops.h)
   };
   // `weights` and `comm` must outlive the model.
   DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator& comm, Options options);

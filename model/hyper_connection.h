@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "model/model_config.h"
+#include "model/ops.h"
 
 namespace deepinfer::model {
 
@@ -18,13 +19,17 @@ struct HcMix {
 };
 
 // streams [T, n, D]; fn [(2+n) n, n D], base [(2+n) n], scale [3] float32.
-HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config);
+// kTransformers normalizes the flattened streams before the projection (transformers' order).
+HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
+             Numerics numerics = Numerics::kOfficial);
 
 // sum_j pre[j] streams[j] -> [T, D] in streams' dtype.
 at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre);
 
 // new[k] = post[k] y + sum_j comb[j][k] streams[j] -> [T, n, D] in streams' dtype. y [T, D].
-at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix);
+// kOfficial mixes in float32 and rounds once; kTransformers rounds post and comb to the streams'
+// dtype and computes the product, the matmul and the sum in it.
+at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix, Numerics numerics = Numerics::kOfficial);
 
 // comb logits [T, n, n] float32 -> softmax over the last dim + eps, then Sinkhorn: divide by
 // column sums + eps, then (iters - 1) times by row sums + eps and column sums + eps.
@@ -34,6 +39,7 @@ at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps);
 at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps);
 
 // Final collapse with hc_head_fn [n, n D], hc_head_base [n], hc_head_scale [1] -> [T, D].
-at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config);
+at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
+                   Numerics numerics = Numerics::kOfficial);
 
 }  // namespace deepinfer::model

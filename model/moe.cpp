@@ -16,7 +16,7 @@ at::Tensor expert_scores(const at::Tensor& logits, ScoringFunc func) {
 
 // Runs this rank's experts over all (token, slot) pairs: x [N, D], routing [N, k] -> float32 [N, D].
 at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                          const at::Tensor& routing_weights) {
+                          const at::Tensor& routing_weights, Numerics numerics) {
   const ModelConfig& config = weights.config();
   const int64_t k = experts.size(1);
   at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
@@ -38,16 +38,17 @@ at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::
     const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
                                     weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
     const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
-    out.index_add_(0, tokens, y.to(at::kFloat) * w);
+    out.index_add_(0, tokens, numerics == Numerics::kTransformers ? (y * w.to(y.scalar_type())).to(at::kFloat) : y.to(at::kFloat) * w);
   }
   return out;
 }
 
 }  // namespace
 
-Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids) {
+Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, Numerics numerics) {
   const ModelConfig& config = weights.config();
-  const at::Tensor logits = at::linear(x.to(at::kFloat), weights.layer(layer, "ffn.gate.weight").to(at::kFloat));  // [T, E]
+  const at::ScalarType dt = numerics == Numerics::kTransformers ? x.scalar_type() : at::kFloat;
+  const at::Tensor logits = at::linear(x.to(dt), weights.layer(layer, "ffn.gate.weight").to(dt));  // [T, E]
   const at::Tensor scores = expert_scores(logits, config.scoring_func);
   Routing routing;
   if (config.is_hash_layer(layer)) {
@@ -58,26 +59,29 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
   }
   at::Tensor w = scores.gather(1, routing.experts);
   if (config.norm_topk_prob && config.scoring_func != ScoringFunc::kSoftmax) w = w / (w.sum(-1, /*keepdim=*/true) + 1e-20);
-  routing.weights = w * config.routed_scaling_factor;
+  routing.weights = (w * config.routed_scaling_factor).to(at::kFloat);
   return routing;
 }
 
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm,
-                       ExpertWorkspace* workspace) {
+                       ExpertWorkspace* workspace, Numerics numerics) {
   const ModelConfig& config = weights.config();
-  const Routing routing = route_tokens(weights, layer, x, token_ids);
+  const Routing routing = route_tokens(weights, layer, x, token_ids, numerics);
   std::vector<int64_t> counts, check;
   const at::Tensor all_x = comm.all_gather_rows(x, counts);
   const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
   const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
   const at::Tensor partial = workspace != nullptr && workspace->usable(weights, layer, all_x)
-                                 ? workspace->routed_partial(weights, layer, all_x, all_experts, all_weights)
-                                 : routed_partial(weights, layer, all_x, all_experts, all_weights);
-  at::Tensor out = comm.reduce_scatter_rows(partial, counts);  // [T, D] float32
+                                 ? workspace->routed_partial(weights, layer, all_x, all_experts, all_weights, numerics)
+                                 : routed_partial(weights, layer, all_x, all_experts, all_weights, numerics);
+  // [T, D] float32; kTransformers rounds the routed sum before adding the shared expert.
+  at::Tensor out = comm.reduce_scatter_rows(partial, counts);
+  const at::ScalarType sum_dtype = numerics == Numerics::kTransformers ? x.scalar_type() : at::kFloat;
+  out = out.to(sum_dtype);
   if (config.n_shared_experts > 0) {
     const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
                                          weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
-    out = out + shared.to(at::kFloat);
+    out = out + shared.to(sum_dtype);
   }
   return out.to(x.scalar_type());
 }

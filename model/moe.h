@@ -18,12 +18,16 @@ struct Routing {
   at::Tensor weights;  // [T, k] float32, normalized and scaled by routed_scaling_factor
 };
 
-// x [T, D] (ffn-normed), token_ids [T] int64.
-Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids);
+// x [T, D] (ffn-normed), token_ids [T] int64. kOfficial: router logits, scores and weights in
+// float32; kTransformers: in x's dtype (weights then stored as float32).
+Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
+                     Numerics numerics = Numerics::kOfficial);
 
 // Routed experts of this rank + exchange + shared expert -> [T, D] in x's dtype. With a
 // workspace whose usable() holds, the routed experts take the grouped path (moe_grouped.h).
+// kOfficial sums the weighted expert outputs and the shared expert in float32 and rounds once;
+// kTransformers rounds each weighted output, the routed sum, and the shared-expert add.
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
-                       ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr);
+                       ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr, Numerics numerics = Numerics::kOfficial);
 
 }  // namespace deepinfer::model

@@ -4,9 +4,15 @@
 
 namespace deepinfer::model {
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, Numerics numerics) {
   const at::Tensor xf = x.to(at::kFloat);
-  at::Tensor y = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  const at::Tensor inv = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  if (numerics == Numerics::kTransformers) {
+    const at::ScalarType dt = x.scalar_type();
+    if (!weight.defined()) return x * inv.to(dt);
+    return weight.to(dt) * (xf * inv).to(dt);
+  }
+  at::Tensor y = xf * inv;
   if (weight.defined()) y = y * weight.to(at::kFloat);
   return y.to(x.scalar_type());
 }
@@ -38,9 +44,13 @@ Rope Rope::compress(const ModelConfig& config, at::Device device) {
   return Rope(rope_inv_freq(config.rope_head_dim, config.compress_rope_theta, &config.yarn).to(device));
 }
 
-RopeAngles Rope::angles(const at::Tensor& positions) const {
+RopeAngles Rope::angles(const at::Tensor& positions, at::ScalarType rounded_to) const {
   const at::Tensor angle = positions.to(at::kFloat).unsqueeze(-1) * inv_freq_;  // [P..., r/2]
-  const at::Tensor cos = angle.cos(), sin = angle.sin();
+  at::Tensor cos = angle.cos(), sin = angle.sin();
+  if (rounded_to != at::kFloat) {
+    cos = cos.to(rounded_to).to(at::kFloat);
+    sin = sin.to(rounded_to).to(at::kFloat);
+  }
   RopeAngles out;
   out.cos_ = at::stack({cos, cos}, -1);
   out.sin_ = at::stack({-sin, sin}, -1);
@@ -48,8 +58,8 @@ RopeAngles Rope::angles(const at::Tensor& positions) const {
   return out;
 }
 
-at::Tensor Rope::apply(const at::Tensor& x, const at::Tensor& positions, bool inverse) const {
-  return angles(positions).apply(x, inverse);
+at::Tensor Rope::apply(const at::Tensor& x, const at::Tensor& positions, bool inverse, Numerics numerics) const {
+  return angles(positions, numerics == Numerics::kTransformers ? x.scalar_type() : at::kFloat).apply(x, inverse);
 }
 
 at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {

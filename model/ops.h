@@ -11,9 +11,21 @@
 
 namespace deepinfer::model {
 
+// Where a bfloat16 forward rounds to the model dtype. kOfficial (the default) follows the official
+// code: float32 mHC residual update, router and MoE combine, float32 compressor pooling, one
+// rounding per RMSNorm, float32 RoPE tables. kTransformers rounds where transformers 5.x
+// DeepseekV4ForCausalLM does (deepseek-v4.md §7.3; for comparing with it in bfloat16): the mHC
+// post / comb weights, the residual update, the router and routing weights, each expert's weighted
+// output and the shared-expert add, the compressor's pooling weights and sum, RMSNorm's normalized
+// value before the weight, RoPE cos / sin, and the attention scale in the model dtype; P.V rounded
+// once over window and compressed keys. In float32 both give the same values, except that the mHC
+// projection normalizes before the matmul as transformers does (a ~1e-7 difference).
+enum class Numerics { kOfficial, kTransformers };
+
 // w * x * rsqrt(mean(x^2) + eps) over the last dim, computed in float32, returned in x's dtype.
-// An undefined weight means no weight.
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+// An undefined weight means no weight. kTransformers: the normalized value is rounded to x's dtype
+// before the weight multiplies it (and without a weight the rsqrt factor is rounded).
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, Numerics numerics = Numerics::kOfficial);
 
 // cos and sin of position * inv_freq for one set of positions, laid out for the interleaved
 // pairs, so one table serves every tensor roped at those positions (the layer's q, kv, indexer q
@@ -42,11 +54,14 @@ class Rope final {
   // Ratio>0 layers (q, window kv, compressor entries, indexer q/k): compress_rope_theta + YaRN.
   static Rope compress(const ModelConfig& config, at::Device device);
 
-  // positions int64 of any shape -> the cos / sin table for them.
-  RopeAngles angles(const at::Tensor& positions) const;
+  // positions int64 of any shape -> the cos / sin table for them, float32, or rounded to
+  // `rounded_to` first (Numerics::kTransformers rounds them to the model dtype).
+  RopeAngles angles(const at::Tensor& positions, at::ScalarType rounded_to = at::kFloat) const;
   // x [..., dim]; positions int64 aligned with x's LEADING dims (x.shape[:k]; a size-1 dim
   // broadcasts, missing trailing dims broadcast), e.g. [T] or [T, 1] for x [T, H, dim].
-  at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
+  // kTransformers: the table rounded to x's dtype.
+  at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false,
+                   Numerics numerics = Numerics::kOfficial) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // [rope_dim / 2] float32
   int64_t rope_dim() const { return 2 * inv_freq_.size(0); }
 

@@ -67,8 +67,8 @@ std::vector<int64_t> iota(int64_t begin, int64_t end) {
 
 class Runner final {
  public:
-  Runner(const ModelWeights& weights, at::ScalarType dtype, at::Device device)
-      : weights_(weights), dtype_(dtype), device_(device), model_(weights, comm_, DeepseekV4Model::Options{}) {}
+  Runner(const ModelWeights& weights, at::ScalarType dtype, at::Device device, Numerics numerics)
+      : weights_(weights), dtype_(dtype), device_(device), model_(weights, comm_, DeepseekV4Model::Options{.attention = {}, .numerics = numerics}) {}
 
   // Every prompt as one sequence of one batch (one-shot).
   std::vector<at::Tensor> batched_oneshot(const std::vector<Prompt>& prompts) {
@@ -145,6 +145,11 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
   ASSERT_TRUE(ours.empty() || ours == "float32" || ours == "bfloat16") << "DEEPINFER_HF_OURS_DTYPE=" << ours;
   const at::ScalarType dtype = ours.empty() ? (fp32 ? at::kFloat : at::kBFloat16) : (ours == "float32" ? at::kFloat : at::kBFloat16);
   const double tolerance = dtype == at::kFloat ? 1e-3 : 0.05;
+  // DEEPINFER_HF_OURS_NUMERICS=transformers rounds where transformers does (model/ops.h Numerics).
+  const std::string numerics_name = env("DEEPINFER_HF_OURS_NUMERICS");
+  ASSERT_TRUE(numerics_name.empty() || numerics_name == "official" || numerics_name == "transformers")
+      << "DEEPINFER_HF_OURS_NUMERICS=" << numerics_name;
+  const Numerics numerics = numerics_name == "transformers" ? Numerics::kTransformers : Numerics::kOfficial;
   const bool cuda = at::hasCUDA() && env("DEEPINFER_HF_DEVICE") != "cpu";
   const at::Device device = cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 
@@ -155,7 +160,7 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
             << reference << " (" << meta.at("dtype") << ", transformers "
             << (meta.count("transformers") ? meta.at("transformers") : "?") << ", HF one-shot vs chunked "
             << (meta.count("hf_internal_max_diff") ? meta.at("hf_internal_max_diff") : "?") << "); ours on "
-            << (cuda ? "CUDA" : "CPU") << std::endl;
+            << (cuda ? "CUDA" : "CPU") << ", numerics " << (numerics == Numerics::kTransformers ? "transformers" : "official") << std::endl;
 
   std::vector<Prompt> prompts;
   const int64_t n = std::stoll(meta.at("num_prompts"));
@@ -166,7 +171,7 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
     ASSERT_EQ(prompts.back().oneshot.size(1), weights.config().vocab_size);
   }
 
-  Runner runner(weights, dtype, device);
+  Runner runner(weights, dtype, device, numerics);
   const std::vector<at::Tensor> oneshot = runner.batched_oneshot(prompts);
   double worst = 0;
   for (int64_t i = 0; i < n; ++i) {

@@ -14,6 +14,8 @@
 #                                       bf16 rounding difference. On tiny.json such flips make
 #                                       transformers' own bf16 one-shot and chunked logits differ
 #                                       by ~1-2; the HF-bf16-vs-HF-fp32 line shows the same.
+# Besides ours as it runs (official rounding), ours with Numerics::kTransformers (rounding where
+# transformers rounds) is compared in bf16 and fp32, reported.
 # Environment: DEEPINFER_HF_CONFIGS (default "tiny-bf16 tiny"; ~2.5 min each on an H200, most
 # of it transformers' token-by-token runs), DEEPINFER_HF_EXPERTS (default "dense fp4"), PYTHON (default python3, needs torch + transformers >= 5.8), DEEPINFER_HF_DEVICE
 # (cuda or cpu for both sides; default cuda), DEEPINFER_HF_SEED (init-model seed, default 7).
@@ -80,6 +82,9 @@ for config_name in ${DEEPINFER_HF_CONFIGS:-tiny-bf16 tiny}; do
     if [[ $config_name == tiny ]]; then fp32_gate=gated; bf16_gate=reported; else fp32_gate=gated; bf16_gate=gated; fi
     [[ -f $fp32 ]] && compare "${tag}_fp32" $fp32_gate "$fp32" "$ckpt"
     [[ -f $bf16 ]] && compare "${tag}_bf16" $bf16_gate "$bf16" "$ckpt"
+    # Ours rounding where transformers rounds (model/ops.h Numerics::kTransformers), bf16 and fp32.
+    [[ -f $bf16 ]] && compare "${tag}_bf16-transformers-numerics" reported "$bf16" "$ckpt" DEEPINFER_HF_OURS_NUMERICS=transformers
+    [[ -f $fp32 ]] && compare "${tag}_fp32-transformers-numerics" reported "$fp32" "$ckpt" DEEPINFER_HF_OURS_NUMERICS=transformers
     [[ -f $fp32 ]] && compare "${tag}_ours-bf16-vs-hf-fp32" reported "$fp32" "$ckpt" DEEPINFER_HF_OURS_DTYPE=bfloat16
     if [[ -f $fp32 && -f $bf16 ]]; then
       hf_line=$("$PYTHON" - "$fp32" "$bf16" <<'PY'

@@ -1,0 +1,100 @@
+// Numerics::kTransformers (model/ops.h): rounding where transformers' bfloat16 forward rounds,
+// for comparing with it (tests/reference/run_hf_reference.sh). In float32 it is the official
+// forward up to the order of the mHC projection; in bfloat16 it rounds at other points, and its
+// chunked / decode run still tracks its one-shot run. CPU.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "model/deepseek_v4_model.h"
+#include "model/hyper_connection.h"
+#include "model/ops.h"
+#include "model/random_weights.h"
+#include "tests/model/forward_test_util.h"
+
+namespace deepinfer::model::testing {
+namespace {
+
+std::string source_dir() {
+  const char* dir = std::getenv("DEEPINFER_SOURCE_DIR");
+  return dir != nullptr ? dir : ".";
+}
+
+bool same_bits(const at::Tensor& a, const at::Tensor& b) {
+  const at::ScalarType bits = a.element_size() == 4 ? at::kInt : at::kShort;
+  return a.sizes() == b.sizes() && at::equal(a.contiguous().view(bits), b.contiguous().view(bits));
+}
+
+TEST(Numerics, RmsNormRoundsTheNormalizedValueBeforeTheWeight) {
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({9, 64}).to(at::kBFloat16), w = (at::rand({64}) + 0.5).to(at::kBFloat16);
+  const at::Tensor xf = x.to(at::kFloat), inv = at::rsqrt(xf.pow(2).mean(-1, true) + 1e-6);
+  EXPECT_TRUE(same_bits(rms_norm(x, w, 1e-6, Numerics::kTransformers), w * (xf * inv).to(at::kBFloat16)));
+  EXPECT_TRUE(same_bits(rms_norm(x, at::Tensor(), 1e-6, Numerics::kTransformers), x * inv.to(at::kBFloat16)));
+  EXPECT_TRUE(same_bits(rms_norm(x, w, 1e-6), (xf * inv * w.to(at::kFloat)).to(at::kBFloat16)));
+  EXPECT_FALSE(same_bits(rms_norm(x, w, 1e-6, Numerics::kTransformers), rms_norm(x, w, 1e-6)));  // the switch does something
+  // float32: the same bits either way.
+  const at::Tensor x32 = at::randn({9, 64}), w32 = at::rand({64}) + 0.5;
+  EXPECT_TRUE(same_bits(rms_norm(x32, w32, 1e-6, Numerics::kTransformers), rms_norm(x32, w32, 1e-6)));
+  EXPECT_TRUE(same_bits(rms_norm(x32, at::Tensor(), 1e-6, Numerics::kTransformers), rms_norm(x32, at::Tensor(), 1e-6)));
+}
+
+TEST(Numerics, HcExpandMixesInTheStreamsDtype) {
+  at::manual_seed(6);
+  const int64_t T = 5, n = 4, D = 32;
+  HcMix mix{at::rand({T, n}), at::rand({T, n}) * 2, at::softmax(at::randn({T, n, n}), -1)};
+  const at::Tensor streams = at::randn({T, n, D}), y = at::randn({T, D});
+  EXPECT_TRUE(same_bits(hc_expand(streams, y, mix, Numerics::kTransformers), hc_expand(streams, y, mix)));  // float32
+  const at::Tensor s16 = streams.to(at::kBFloat16), y16 = y.to(at::kBFloat16);
+  const at::Tensor want = mix.post.to(at::kBFloat16).unsqueeze(-1) * y16.unsqueeze(1) + at::bmm(mix.comb.to(at::kBFloat16).transpose(1, 2), s16);
+  EXPECT_TRUE(same_bits(hc_expand(s16, y16, mix, Numerics::kTransformers), want));
+}
+
+// Runs one 300-token sequence one-shot or chunked (37 | 100 | 130, then decode) -> logits [300, V].
+at::Tensor run_tiny(const ModelConfig& config, io::DType weights_dtype, at::ScalarType dtype, Numerics numerics, bool incremental) {
+  constexpr int64_t kBlocks = 8;
+  const std::vector<SeqPlan> plans{{random_tokens(300, config.vocab_size, 41), {37, 100, 130}, 2, shuffled_blocks({3}, kBlocks, 4)[0]}};
+  SingleRankCommunicator comm;
+  const ModelWeights weights = random_weights(config, WeightFormat{weights_dtype, false, false}, /*seed=*/21, at::kCPU);
+  const DeepseekV4Model model(weights, comm, DeepseekV4Model::Options{.attention = {}, .numerics = numerics});
+  ModelCache cache(config, ModelCache::Options{kBlocks, 4, dtype, at::kCPU});
+  return (incremental ? run_incremental(model, plans, cache) : run_one_shot(model, plans, cache))[0];
+}
+
+double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>(); }
+
+// float32, tiny.json (score- and hash-routed layers, CSA and HCA): the same logits up to the mHC
+// projection's order, one-shot and chunked.
+TEST(Numerics, TransformersRoundingIsTheOfficialForwardInFloat32) {
+  const ModelConfig config = load_model_config(source_dir() + "/configs/models/tiny.json");
+  const at::Tensor official = run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kOfficial, false);
+  const double one_shot = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kTransformers, false));
+  const double chunked = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kTransformers, true));
+  std::printf("[numerics] tiny float32, official vs transformers rounding: one-shot %.3g, chunked %.3g (max |logit| %.3g)\n", one_shot,
+              chunked, official.abs().max().item<double>());
+  EXPECT_LT(one_shot, 1e-4);
+  EXPECT_LT(chunked, 1e-4);
+}
+
+// bfloat16, tests/reference/tiny-bf16.json (no discrete choice that a rounding difference can
+// flip): transformers rounding differs from official rounding, stays as close to float32 as
+// rounding allows, and its chunked run tracks its one-shot run.
+TEST(Numerics, TransformersRoundingInBfloat16) {
+  const ModelConfig config = load_model_config(source_dir() + "/tests/reference/tiny-bf16.json");
+  const at::Tensor exact = run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kOfficial, false);
+  const at::Tensor official = run_tiny(config, io::DType::kBF16, at::kBFloat16, Numerics::kOfficial, false);
+  const at::Tensor transformers = run_tiny(config, io::DType::kBF16, at::kBFloat16, Numerics::kTransformers, false);
+  const at::Tensor chunked = run_tiny(config, io::DType::kBF16, at::kBFloat16, Numerics::kTransformers, true);
+  const double between = max_diff(official, transformers), from_exact = max_diff(transformers, exact);
+  const double official_from_exact = max_diff(official, exact), chunk = max_diff(transformers, chunked);
+  std::printf("[numerics] tiny-bf16 bfloat16: official vs transformers rounding %.3g; from float32: official %.3g, transformers %.3g; "
+              "transformers chunked vs one-shot %.3g (max |logit| %.3g)\n",
+              between, official_from_exact, from_exact, chunk, exact.abs().max().item<double>());
+  EXPECT_GT(between, 0.0);
+  EXPECT_LT(from_exact, 0.25);
+  EXPECT_LT(chunk, 0.25);
+}
+
+}  // namespace
+}  // namespace deepinfer::model::testing
