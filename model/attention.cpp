@@ -93,18 +93,18 @@ at::Tensor attend_tile(const LayerInfo& info, const SequenceGroup& group, const 
   const at::ScalarType dt = q.scalar_type();
   // kTransformers: P.V over window and compressed keys accumulated in float32 and rounded once (one
   // matmul over all keys there); kOfficial: the two products in the model dtype.
-  const at::ScalarType pv = transformers ? at::kFloat : dt;
-  const at::Tensor probs = at::softmax(at::cat({logits, sink}, -1), -1).narrow(-1, 0, logits.size(-1)).to(dt).to(pv);
-  at::Tensor out = at::matmul(probs.narrow(-1, 0, n_window), window_keys.to(pv));  // V = K
+  auto pv = [&](const at::Tensor& t) { return transformers ? t.to(at::kFloat) : t; };
+  const at::Tensor probs = pv(at::softmax(at::cat({logits, sink}, -1), -1).narrow(-1, 0, logits.size(-1)).to(dt));
+  at::Tensor out = at::matmul(probs.narrow(-1, 0, n_window), pv(window_keys));  // V = K
   if (keys.entries.defined()) {
     const at::Tensor p_c = probs.narrow(-1, n_window, probs.size(-1) - n_window);
     if (!info.csa) {
-      out = out + at::matmul(p_c.reshape({B, lt * H, -1}), keys.entries.to(pv)).view({B, lt, H, d});
+      out = out + at::matmul(p_c.reshape({B, lt * H, -1}), pv(keys.entries)).view({B, lt, H, d});
     } else {
-      out = out + at::matmul(p_c, compressed_keys.to(pv));
+      out = out + at::matmul(p_c, pv(compressed_keys));
     }
   }
-  return out.to(dt);
+  return transformers ? out.to(dt) : out;
 }
 
 Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles, Numerics numerics) {

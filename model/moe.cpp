@@ -59,7 +59,8 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
   }
   at::Tensor w = scores.gather(1, routing.experts);
   if (config.norm_topk_prob && config.scoring_func != ScoringFunc::kSoftmax) w = w / (w.sum(-1, /*keepdim=*/true) + 1e-20);
-  routing.weights = (w * config.routed_scaling_factor).to(at::kFloat);
+  routing.weights = w * config.routed_scaling_factor;
+  if (numerics == Numerics::kTransformers) routing.weights = routing.weights.to(at::kFloat);
   return routing;
 }
 
@@ -76,12 +77,11 @@ at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Ten
                                  : routed_partial(weights, layer, all_x, all_experts, all_weights, numerics);
   // [T, D] float32; kTransformers rounds the routed sum before adding the shared expert.
   at::Tensor out = comm.reduce_scatter_rows(partial, counts);
-  const at::ScalarType sum_dtype = numerics == Numerics::kTransformers ? x.scalar_type() : at::kFloat;
-  out = out.to(sum_dtype);
+  if (numerics == Numerics::kTransformers) out = out.to(x.scalar_type());
   if (config.n_shared_experts > 0) {
     const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
                                          weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
-    out = out + shared.to(sum_dtype);
+    out = out + shared.to(out.scalar_type());
   }
   return out.to(x.scalar_type());
 }
