@@ -21,6 +21,9 @@ namespace deepinfer::model {
 
 struct AttentionOptions {
   int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers)
+  // Sees "layers.L.attn.q_residual", ".q_proj", ".kv_normed", ".compressor.entries", ".o" (the
+  // de-rotated attention output) and ".z" (after wo_a); reference debugging only (ops.h).
+  const Observer* observer = nullptr;
 };
 
 // x [T, D] attn-normed hidden rows -> [T, D]. rope is the layer's (main or compress; the compressor

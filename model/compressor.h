@@ -28,8 +28,10 @@ struct CompressorSpec {
 // Windows a sequence completes are those w with p <= (w+1) m - 1 < p + L (p = first position).
 // kOfficial pools, normalizes and ropes in float32 (one rounding at the paged write);
 // kTransformers pools in x's dtype (rounded softmax weights, products and sum) and normalizes and
-// ropes in it.
+// ropes in it. observer (ops.h) sees spec.prefix + "entries": [B, K, d'] for the candidate windows
+// of the run (incomplete ones zero).
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics = Numerics::kOfficial);
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics = Numerics::kOfficial,
+                    const Observer* observer = nullptr);
 
 }  // namespace deepinfer::model

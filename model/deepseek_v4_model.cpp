@@ -35,24 +35,38 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const at::ScalarType table_dtype = numerics == Numerics::kTransformers ? weights_.dtype() : at::kFloat;
   const RopeAngles main_angles = main_rope_.angles(batch.positions, table_dtype);
   const RopeAngles compress_angles = compress_rope_.angles(batch.positions, table_dtype);
+  const Observer* observer = options_.observer ? &options_.observer : nullptr;
+  AttentionOptions attention = options_.attention;
+  attention.observer = observer;
+  auto tap = [&](int64_t layer, const char* name, const at::Tensor& value) {
+    if (observer != nullptr) observe(observer, layer_prefix(layer) + name, value);
+  };
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const bool compressed = c.compress_ratio(l) > 0;
     const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
     HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, numerics);
     at::Tensor h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps, numerics);
+    tap(l, "attn_norm_out", h);
     at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles,
-                                     options_.attention, numerics);
+                                     attention, numerics);
+    tap(l, "attn_out", y);
     streams = hc_expand(streams, y, mix, numerics);
+    tap(l, "attn_streams", streams);
     // FFN site.
     mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c, numerics);
     h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps, numerics);
-    y = moe_forward(weights_, l, h, batch.token_ids, comm_, &experts_workspace_, numerics);
+    tap(l, "ffn_norm_out", h);
+    y = moe_forward(weights_, l, h, batch.token_ids, comm_, &experts_workspace_, numerics, observer);
+    tap(l, "ffn_out", y);
     streams = hc_expand(streams, y, mix, numerics);
+    tap(l, "streams", streams);
   }
   const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
   const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, numerics);
-  return rms_norm(collapsed, weights_.get("norm.weight"), eps, numerics);
+  const at::Tensor hidden = rms_norm(collapsed, weights_.get("norm.weight"), eps, numerics);
+  if (observer != nullptr) observe(observer, "hidden", hidden);
+  return hidden;
 }
 
 at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const {

@@ -25,6 +25,11 @@ class DeepseekV4Model final {
   struct Options {
     AttentionOptions attention;
     Numerics numerics = Numerics::kOfficial;  // where a bfloat16 forward rounds (ops.h)
+    // Sees the forward's intermediate tensors (ops.h), per layer L: "layers.L.attn_norm_out",
+    // the attention's (attention.h), "layers.L.attn_out", "layers.L.attn_streams",
+    // "layers.L.ffn_norm_out", the MoE's (moe.h), "layers.L.ffn_out", "layers.L.streams"; then
+    // "hidden" (after hc_head and norm). For comparing with a reference; unset in production.
+    Observer observer;
   };
   // `weights` and `comm` must outlive the model.
   DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator& comm, Options options);

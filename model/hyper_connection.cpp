@@ -31,7 +31,9 @@ HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& 
   out.pre = at::sigmoid(mix.narrow(1, 0, n) * scale[0] + base.narrow(0, 0, n)) + eps;
   out.post = 2.0 * at::sigmoid(mix.narrow(1, n, n) * scale[1] + base.narrow(0, n, n));
   const at::Tensor comb = mix.narrow(1, 2 * n, n * n).reshape({T, n, n}) * scale[2] + base.narrow(0, 2 * n, n * n).reshape({n, n});
-  out.comb = sinkhorn(comb, config.hc_sinkhorn_iters, eps);
+  // kTransformers: transformers' ATen op sequence (the CUDA kernel rounds in its own order).
+  out.comb = numerics == Numerics::kTransformers ? sinkhorn_reference(comb, config.hc_sinkhorn_iters, eps)
+                                                 : sinkhorn(comb, config.hc_sinkhorn_iters, eps);
   return out;
 }
 

@@ -36,7 +36,7 @@ at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::
     offset += n;
     const at::Tensor tokens = at::div(pairs, k, "floor");
     const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
-                                    weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
+                                    weights.expert_matrix(layer, e, "w3"), config.swiglu_limit, numerics);
     const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
     out.index_add_(0, tokens, numerics == Numerics::kTransformers ? (y * w.to(y.scalar_type())).to(at::kFloat) : y.to(at::kFloat) * w);
   }
@@ -65,22 +65,25 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
 }
 
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm,
-                       ExpertWorkspace* workspace, Numerics numerics) {
+                       ExpertWorkspace* workspace, Numerics numerics, const Observer* observer) {
   const ModelConfig& config = weights.config();
   const Routing routing = route_tokens(weights, layer, x, token_ids, numerics);
   std::vector<int64_t> counts, check;
   const at::Tensor all_x = comm.all_gather_rows(x, counts);
   const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
   const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
-  const at::Tensor partial = workspace != nullptr && workspace->usable(weights, layer, all_x)
-                                 ? workspace->routed_partial(weights, layer, all_x, all_experts, all_weights, numerics)
+  // kTransformers runs the expert loop, transformers' eager experts (one matmul per expert).
+  const at::Tensor partial = workspace != nullptr && numerics == Numerics::kOfficial && workspace->usable(weights, layer, all_x)
+                                 ? workspace->routed_partial(weights, layer, all_x, all_experts, all_weights)
                                  : routed_partial(weights, layer, all_x, all_experts, all_weights, numerics);
   // [T, D] float32; kTransformers rounds the routed sum before adding the shared expert.
   at::Tensor out = comm.reduce_scatter_rows(partial, counts);
   if (numerics == Numerics::kTransformers) out = out.to(x.scalar_type());
+  if (observer != nullptr) observe(observer, layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {
     const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
                                          weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
+    if (observer != nullptr) observe(observer, layer_prefix(layer) + "ffn.shared", shared);
     out = out + shared.to(out.scalar_type());
   }
   return out.to(x.scalar_type());

@@ -9,6 +9,7 @@
 
 #include "model/expert_parallel.h"
 #include "model/moe_grouped.h"
+#include "model/ops.h"
 #include "model/weights.h"
 
 namespace deepinfer::model {
@@ -27,7 +28,9 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
 // workspace whose usable() holds, the routed experts take the grouped path (moe_grouped.h).
 // kOfficial sums the weighted expert outputs and the shared expert in float32 and rounds once;
 // kTransformers rounds each weighted output, the routed sum, and the shared-expert add.
+// observer (ops.h) sees "layers.L.ffn.routed" and "layers.L.ffn.shared".
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
-                       ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr, Numerics numerics = Numerics::kOfficial);
+                       ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr, Numerics numerics = Numerics::kOfficial,
+                       const Observer* observer = nullptr);
 
 }  // namespace deepinfer::model

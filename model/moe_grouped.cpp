@@ -76,7 +76,7 @@ const ExpertWorkspace::Stacked& ExpertWorkspace::stacked(const ModelWeights& wei
 }
 
 at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                                           const at::Tensor& routing_weights, Numerics numerics) {
+                                           const at::Tensor& routing_weights) {
 #if DEEPINFER_CUDA_KERNELS
   const ModelConfig& c = weights.config();
   const ExpertRange& owned = weights.experts();
@@ -133,11 +133,11 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   // repeated tokens would add with atomics in a different order on every run.
   const at::TensorOptions f32 = x.options().dtype(at::kFloat);
   at::Tensor per_pair = at::empty({flat.size(0), D}, f32);
-  const at::Tensor weighted = numerics == Numerics::kTransformers ? (y * w.to(y.scalar_type())).to(at::kFloat) : y.to(at::kFloat) * w;
+  const at::Tensor weighted = y.to(at::kFloat) * w;
   per_pair.index_copy_(0, order, at::where(valid, weighted, at::zeros({}, f32)));
   return per_pair.view({x.size(0), k, D}).sum(1);
 #else
-  (void)weights, (void)layer, (void)x, (void)experts, (void)routing_weights, (void)numerics;
+  (void)weights, (void)layer, (void)x, (void)experts, (void)routing_weights;
   TORCH_CHECK(false, "ExpertWorkspace::routed_partial needs the CUDA build");
 #endif
 }

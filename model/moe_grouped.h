@@ -32,10 +32,10 @@ class ExpertWorkspace {
   bool usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:
-  // sum over the pairs whose expert this rank owns (kTransformers: each weighted output rounded to
-  // x's dtype first).
+  // sum over the pairs whose expert this rank owns. Official numerics only (Numerics::kTransformers
+  // runs moe.cpp's loop, as transformers' eager experts do).
   at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                            const at::Tensor& routing_weights, Numerics numerics = Numerics::kOfficial);
+                            const at::Tensor& routing_weights);
 
  private:
   struct LayerTables {

@@ -89,9 +89,17 @@ at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {
   return at::cat({x.narrow(-1, 0, dim - r), rotated}, -1);
 }
 
-at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit) {
-  at::Tensor gate = at::linear(x, w1);
-  at::Tensor up = at::linear(x, w3);
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit,
+                      Numerics numerics) {
+  at::Tensor gate, up;
+  if (numerics == Numerics::kTransformers) {
+    const at::Tensor gate_up = at::linear(x, at::cat({w1, w3}, 0));
+    gate = gate_up.narrow(-1, 0, w1.size(0));
+    up = gate_up.narrow(-1, w1.size(0), w3.size(0));
+  } else {
+    gate = at::linear(x, w1);
+    up = at::linear(x, w3);
+  }
   if (limit > 0) {
     gate = gate.clamp_max(limit);
     up = up.clamp(-limit, limit);

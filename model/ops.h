@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "model/model_config.h"
 
@@ -17,10 +19,22 @@ namespace deepinfer::model {
 // DeepseekV4ForCausalLM does (deepseek-v4.md §7.3; for comparing with it in bfloat16): the mHC
 // post / comb weights, the residual update, the router and routing weights, each expert's weighted
 // output and the shared-expert add, the compressor's pooling weights and sum, RMSNorm's normalized
-// value before the weight, RoPE cos / sin, and the attention scale in the model dtype; P.V rounded
-// once over window and compressed keys. In float32 both give the same values, except that the mHC
-// projection normalizes before the matmul as transformers does (a ~1e-7 difference).
+// value before the weight, RoPE cos / sin, and the attention scale in the model dtype; and it
+// computes as transformers does where the order of a sum decides the bits: attention as its eager
+// attention (one score matmul and one P.V over the keys its cache holds, attention.cpp), each
+// routed expert's gate and up projections as one matmul (its eager experts loop). Run one
+// sequence per forward, as transformers does, and the two bfloat16 forwards are the same
+// computation. In float32 both modes give the same values, except that the mHC projection
+// normalizes before the matmul as transformers does (a ~1e-7 difference).
 enum class Numerics { kOfficial, kTransformers };
+
+// Sees named intermediate tensors of a forward ("layers.3.attn_out", ...), for comparing a run
+// with a reference layer by layer (tests/reference). Unset in production: the forward then
+// builds no names.
+using Observer = std::function<void(const std::string& name, const at::Tensor& value)>;
+inline void observe(const Observer* observer, const std::string& name, const at::Tensor& value) {
+  if (observer != nullptr && *observer) (*observer)(name, value);
+}
 
 // w * x * rsqrt(mean(x^2) + eps) over the last dim, computed in float32, returned in x's dtype.
 // An undefined weight means no weight. kTransformers: the normalized value is rounded to x's dtype
@@ -74,7 +88,9 @@ class Rope final {
 at::Tensor rope_inv_freq(int64_t rope_dim, double theta, const YarnScaling* yarn);
 
 // w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)); limit 0 = no clamp.
-// x [N, D], w1/w3 [I, D], w2 [D, I] -> [N, D] in x's dtype.
-at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit);
+// x [N, D], w1/w3 [I, D], w2 [D, I] -> [N, D] in x's dtype. kTransformers computes x w1^T and
+// x w3^T as one matmul with [w1; w3], as transformers' routed experts do (its gate_up_proj).
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit,
+                      Numerics numerics = Numerics::kOfficial);
 
 }  // namespace deepinfer::model

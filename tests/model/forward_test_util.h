@@ -46,6 +46,16 @@ inline std::vector<std::vector<int32_t>> shuffled_blocks(const std::vector<int64
   return out;
 }
 
+// Model options for the tests: numerics, attention query tile, observer.
+inline DeepseekV4Model::Options model_options(Numerics numerics = Numerics::kOfficial, int64_t query_tile = AttentionOptions{}.query_tile,
+                                              Observer observer = {}) {
+  DeepseekV4Model::Options options;
+  options.attention.query_tile = query_tile;
+  options.numerics = numerics;
+  options.observer = std::move(observer);
+  return options;
+}
+
 inline int64_t blocks_for(int64_t tokens) { return (tokens + kBlockTokens - 1) / kBlockTokens; }
 
 // Every sequence as one chunk from position 0 -> per-sequence logits [len, vocab].

@@ -4,8 +4,12 @@
 // chunked / decode run still tracks its one-shot run. CPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "model/deepseek_v4_model.h"
 #include "model/hyper_connection.h"
@@ -57,7 +61,7 @@ at::Tensor run_tiny(const ModelConfig& config, io::DType weights_dtype, at::Scal
   const std::vector<SeqPlan> plans{{random_tokens(300, config.vocab_size, 41), {37, 100, 130}, 2, shuffled_blocks({3}, kBlocks, 4)[0]}};
   SingleRankCommunicator comm;
   const ModelWeights weights = random_weights(config, WeightFormat{weights_dtype, false, false}, /*seed=*/21, at::kCPU);
-  const DeepseekV4Model model(weights, comm, DeepseekV4Model::Options{.attention = {}, .numerics = numerics});
+  const DeepseekV4Model model(weights, comm, model_options(numerics));
   ModelCache cache(config, ModelCache::Options{kBlocks, 4, dtype, at::kCPU});
   return (incremental ? run_incremental(model, plans, cache) : run_one_shot(model, plans, cache))[0];
 }
@@ -94,6 +98,45 @@ TEST(Numerics, TransformersRoundingInBfloat16) {
   EXPECT_GT(between, 0.0);
   EXPECT_LT(from_exact, 0.25);
   EXPECT_LT(chunk, 0.25);
+}
+
+// The observer (DeepseekV4Model::Options::observer) sees every stage of every layer in forward
+// order, with the shapes tests/reference/compare_taps.py expects, and changes no logit.
+TEST(Observer, SeesEveryStageInOrderAndChangesNothing) {
+  const ModelConfig config = load_model_config(source_dir() + "/configs/models/tiny.json");
+  const ModelWeights weights = random_weights(config, WeightFormat{io::DType::kF32, false, false}, /*seed=*/23, at::kCPU);
+  const std::vector<SeqPlan> plans{{random_tokens(137, config.vocab_size, 43), {}, 1, shuffled_blocks({2}, 4, 5)[0]}};
+  SingleRankCommunicator comm;
+  std::vector<std::string> names;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  at::Tensor hidden;
+  const DeepseekV4Model plain(weights, comm, model_options());
+  const DeepseekV4Model watched(weights, comm, model_options(Numerics::kOfficial, AttentionOptions{}.query_tile, [&](const std::string& name, const at::Tensor& value) {
+                                  names.push_back(name);
+                                  shapes[name] = std::vector<int64_t>(value.sizes().begin(), value.sizes().end());
+                                  if (name == "hidden") hidden = value.clone();
+                                }));
+  ModelCache cache_a(config, ModelCache::Options{4, 2, at::kFloat, at::kCPU}), cache_b(config, ModelCache::Options{4, 2, at::kFloat, at::kCPU});
+  const at::Tensor want = run_one_shot(plain, plans, cache_a)[0];
+  const at::Tensor got = run_one_shot(watched, plans, cache_b)[0];
+  EXPECT_TRUE(same_bits(want, got));
+  // Layer 2 is CSA (compressor and indexer), layer 0 sliding-window only.
+  const std::vector<std::string> layer2{"layers.2.attn_norm_out", "layers.2.attn.q_residual", "layers.2.attn.q_proj", "layers.2.attn.kv_normed",
+                                        "layers.2.attn.compressor.entries", "layers.2.attn.indexer.compressor.entries", "layers.2.attn.o",
+                                        "layers.2.attn.z", "layers.2.attn_out", "layers.2.attn_streams", "layers.2.ffn_norm_out",
+                                        "layers.2.ffn.routed", "layers.2.ffn.shared", "layers.2.ffn_out", "layers.2.streams"};
+  const auto first = std::find(names.begin(), names.end(), layer2.front());
+  ASSERT_NE(first, names.end());
+  ASSERT_GE(names.end() - first, static_cast<std::ptrdiff_t>(layer2.size()));
+  EXPECT_EQ(std::vector<std::string>(first, first + static_cast<std::ptrdiff_t>(layer2.size())), layer2);
+  EXPECT_EQ(std::count(names.begin(), names.end(), "layers.0.attn.compressor.entries"), 0);
+  EXPECT_EQ(names.back(), "hidden");
+  EXPECT_EQ(names.size(), static_cast<size_t>(config.num_layers * 13 + 2 * 2 + 2 + 1));  // 4 compressed layers, 2 CSA
+  const int64_t T = 137, D = config.hidden_size, G = config.o_groups;
+  EXPECT_EQ(shapes["layers.2.attn.o"], (std::vector<int64_t>{T, G, config.num_heads * config.head_dim / G}));
+  EXPECT_EQ(shapes["layers.2.attn.compressor.entries"], (std::vector<int64_t>{1, (T + 3) / 4, config.head_dim}));
+  EXPECT_EQ(shapes["layers.5.streams"], (std::vector<int64_t>{T, config.hc_mult, D}));
+  EXPECT_TRUE(same_bits(at::linear(hidden, weights.get("head.weight")), got));
 }
 
 }  // namespace

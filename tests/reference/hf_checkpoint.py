@@ -62,6 +62,19 @@ def log(*parts):
     print("[hf_reference]", *parts, flush=True)
 
 
+def set_experts_implementation(model, name):
+    """Switches transformers' routed-experts backend (eager, grouped_mm, batched_mm) and returns
+    the one in use; fails naming the backend when this transformers refuses it."""
+    try:
+        if hasattr(model, "set_experts_implementation"):
+            model.set_experts_implementation(name)
+        else:
+            model.config._experts_implementation = name
+    except Exception as error:
+        fail(f"--experts-implementation {name}: {type(error).__name__}: {error}")
+    return getattr(model.config, "_experts_implementation", None)
+
+
 def fail(message):
     print("[hf_reference] ERROR:", message, file=sys.stderr, flush=True)
     sys.exit(1)

@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_checkpoint import (CheckpointReader, build_hf_config, checkpoint_headers,  # noqa: E402
-                           hf_config_kwargs, load_our_config, plan_rename)
+                           hf_config_kwargs, load_our_config, plan_rename, set_experts_implementation)
 
 WARMUP_TOKENS = 8
 
@@ -217,13 +217,7 @@ def build_model(args, torch, DeepseekV4Config, DeepseekV4ForCausalLM, device):
             fp32_kept = []
 
     if args.experts_implementation:
-        try:
-            if hasattr(model, "set_experts_implementation"):
-                model.set_experts_implementation(args.experts_implementation)
-            else:
-                model.config._experts_implementation = args.experts_implementation
-        except Exception as error:
-            fail(f"--experts-implementation {args.experts_implementation}: {type(error).__name__}: {error}")
+        set_experts_implementation(model, args.experts_implementation)
     experts_impl = getattr(model.config, "_experts_implementation", None)
     log(f"experts implementation: {experts_impl}")
     return model, kw, len(fp32_kept), experts_impl

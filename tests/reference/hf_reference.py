@@ -2,7 +2,7 @@
 """Reference logits from transformers' DeepseekV4ForCausalLM for a mini-DeepInfer checkpoint.
 
 Builds DeepseekV4Config from the checkpoint's config.json (explicit layer_types, compress
-rates, yarn compress rope, no MTP, eager attention), instantiates DeepseekV4ForCausalLM, loads
+rates, yarn compress rope, no MTP, eager attention, eager experts loop), instantiates DeepseekV4ForCausalLM, loads
 the checkpoint's safetensors itself through an explicit official -> HF rename table
 (deepseek-v4.md section 3; FP8 linears and FP4 routed experts are dequantized here; routed
 experts are merged into gate_up_proj [E, 2I, D] = cat(w1, w3) and down_proj [E, D, I]),
@@ -29,7 +29,7 @@ import sys
 import time
 
 from hf_checkpoint import (CheckpointReader, build_hf_config, checkpoint_headers, check_names, expected_hf_shapes,
-                           fail, hf_config_kwargs, load_our_config, log, plan_rename)
+                           fail, hf_config_kwargs, load_our_config, log, plan_rename, set_experts_implementation)
 
 
 # ----------------------------------------------------------------------------- torch part
@@ -198,6 +198,16 @@ def torch_part(args):
                 pos += size
         return torch.cat(pieces, dim=0)
 
+    # transformers 5.17 defaults its routed experts to grouped_mm (a CUTLASS grouped GEMM); the
+    # reference is the eager loop (one F.linear per expert, the modeling file's own forward).
+    if args.experts_implementation != "default":
+        set_experts_implementation(model, args.experts_implementation)
+    log(f"experts implementation: {getattr(model.config, '_experts_implementation', None)}")
+    if args.taps_out:
+        taps = record_taps(torch, model, prompts[args.taps_prompt][0].to(device))
+        write_safetensors(args.taps_out, taps, {"dtype": args.dtype, "prompt": "0", "tokens": str(len(prompts[0][0]))})
+        log(f"wrote {args.taps_out}: {len(taps)} intermediate tensors of prompt 0 (one-shot)")
+
     tensors, internal = {}, []
     for i, (ids, chunks) in enumerate(prompts):
         t0 = time.time()
@@ -227,6 +237,51 @@ def torch_part(args):
     }
     write_safetensors(args.out, tensors, metadata)
     log(f"wrote {args.out}: {len(tensors)} tensors, metadata {metadata}")
+
+
+def record_taps(torch, model, ids):
+    """Prompt `ids`' one-shot intermediate tensors, float32 on the CPU with the batch dim
+    dropped, under the names our DeepseekV4Model::Options::observer uses (model/deepseek_v4_model.h)."""
+    taps, handles = {}, []
+
+    def put(name, value):
+        taps[name] = value.detach()[0].float().cpu().contiguous()
+
+    def output_hook(name, pick=lambda out: out):
+        return lambda module, args, out: put(name, pick(out))
+
+    def input_hook(name):
+        return lambda module, args: put(name, args[0])
+
+    first = lambda out: out[0]
+    for l, layer in enumerate(model.model.layers):
+        p = f"layers.{l}."
+        attn = layer.self_attn
+        handles += [
+            layer.input_layernorm.register_forward_hook(output_hook(p + "attn_norm_out")),
+            attn.q_a_norm.register_forward_hook(output_hook(p + "attn.q_residual")),
+            attn.q_b_proj.register_forward_hook(output_hook(p + "attn.q_proj")),
+            attn.kv_norm.register_forward_hook(output_hook(p + "attn.kv_normed")),
+            attn.o_a_proj.register_forward_pre_hook(input_hook(p + "attn.o")),
+            attn.o_b_proj.register_forward_pre_hook(input_hook(p + "attn.z")),
+            attn.register_forward_hook(output_hook(p + "attn_out", first)),
+            layer.ffn_hc.register_forward_pre_hook(input_hook(p + "attn_streams")),
+            layer.post_attention_layernorm.register_forward_hook(output_hook(p + "ffn_norm_out")),
+            layer.mlp.experts.register_forward_hook(output_hook(p + "ffn.routed", lambda out: out[None])),
+            layer.mlp.shared_experts.register_forward_hook(output_hook(p + "ffn.shared")),
+            layer.mlp.register_forward_hook(output_hook(p + "ffn_out")),
+            layer.register_forward_hook(output_hook(p + "streams", lambda out: out[0] if isinstance(out, tuple) else out)),
+        ]
+        if attn.compressor is not None:  # [B, 1, E, d] -> [E, d] after the batch dim goes
+            handles.append(attn.compressor.register_forward_hook(output_hook(p + "attn.compressor.entries", lambda out: out[0][:, 0])))
+    handles.append(model.model.norm.register_forward_hook(output_hook("hidden")))
+    try:
+        with torch.no_grad():
+            model(input_ids=ids[None], use_cache=False)
+    finally:
+        for h in handles:
+            h.remove()
+    return taps
 
 
 def chunk_schedule(index, length):
@@ -288,6 +343,11 @@ def main():
     parser.add_argument("--seed", type=int, default=1234, help="seed of the random prompt ids")
     parser.add_argument("--lengths", default="300,333,389", help="prompt lengths, comma separated (each >= 1)")
     parser.add_argument("--check-names", action="store_true", help="only check the rename table (no torch needed)")
+    parser.add_argument("--experts-implementation", default="eager",
+                        help="transformers' routed-experts backend: eager (default, the reference loop), grouped_mm, "
+                             "batched_mm, or 'default' for whatever this transformers picks")
+    parser.add_argument("--taps-prompt", type=int, default=0, help="which prompt --taps-out records (default 0)")
+    parser.add_argument("--taps-out", help="also write prompt 0's one-shot intermediate tensors here (compare_taps.py)")
     args = parser.parse_args()
     args.lengths = [int(x) for x in args.lengths.split(",") if x]
     if args.check_names:

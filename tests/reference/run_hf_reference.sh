@@ -49,7 +49,8 @@ compare() {
   shift 4
   local log=$WORK/ours_$name.log
   echo "== ours vs transformers: $name"
-  if env "$@" DEEPINFER_HF_REFERENCE="$ref" DEEPINFER_HF_CHECKPOINT="$ckpt" "$GTEST" --gtest_filter='HfReferenceTest.*' >"$log" 2>&1; then
+  if env "$@" DEEPINFER_HF_REFERENCE="$ref" DEEPINFER_HF_CHECKPOINT="$ckpt" DEEPINFER_HF_TAPS_OUT="$WORK/taps_ours_$name.safetensors" \
+      "$GTEST" --gtest_filter='HfReferenceTest.*' >"$log" 2>&1; then
     result=PASS
   else
     result=FAIL
@@ -74,6 +75,7 @@ for config_name in ${DEEPINFER_HF_CONFIGS:-tiny-bf16 tiny}; do
       ref=$WORK/reference_${tag}_${dtype}.safetensors
       echo "== transformers $dtype ($tag) -> $ref"
       "$PYTHON" "$SRC/tests/reference/hf_reference.py" --checkpoint "$ckpt" --out "$ref" --dtype "$dtype" --device "$DEVICE" \
+        --taps-out "$WORK/taps_hf_${tag}_${dtype}.safetensors" \
         >"$WORK/hf_${tag}_${dtype}.log" 2>&1 || { cat "$WORK/hf_${tag}_${dtype}.log"; failures=$((failures + 1)); continue; }
       tail -n 5 "$WORK/hf_${tag}_${dtype}.log"
     done
@@ -86,6 +88,19 @@ for config_name in ${DEEPINFER_HF_CONFIGS:-tiny-bf16 tiny}; do
     [[ -f $bf16 ]] && compare "${tag}_bf16-transformers-numerics" reported "$bf16" "$ckpt" DEEPINFER_HF_OURS_NUMERICS=transformers
     [[ -f $fp32 ]] && compare "${tag}_fp32-transformers-numerics" reported "$fp32" "$ckpt" DEEPINFER_HF_OURS_NUMERICS=transformers
     [[ -f $fp32 ]] && compare "${tag}_ours-bf16-vs-hf-fp32" reported "$fp32" "$ckpt" DEEPINFER_HF_OURS_DTYPE=bfloat16
+    # Layer by layer, prompt 0 one-shot: where ours and transformers' bfloat16 forwards part ways.
+    taps_hf=$WORK/taps_hf_${tag}_bfloat16.safetensors
+    for ours_taps in "${tag}_bf16" "${tag}_bf16-transformers-numerics"; do
+      if [[ -f $taps_hf && -f $WORK/taps_ours_$ours_taps.safetensors ]]; then
+        echo "== intermediate tensors, prompt 0 one-shot: ours $ours_taps vs transformers bfloat16"
+        "$PYTHON" "$SRC/tests/reference/compare_taps.py" "$WORK/taps_ours_$ours_taps.safetensors" "$taps_hf" | tee "$WORK/taps_$ours_taps.txt"
+      fi
+    done
+    if [[ -f $taps_hf && -f $WORK/taps_hf_${tag}_float32.safetensors ]]; then
+      echo "== intermediate tensors, prompt 0 one-shot: transformers bfloat16 vs transformers float32"
+      "$PYTHON" "$SRC/tests/reference/compare_taps.py" "$taps_hf" "$WORK/taps_hf_${tag}_float32.safetensors" >"$WORK/taps_hf_bf16_vs_fp32_$tag.txt"
+      tail -n 3 "$WORK/taps_hf_bf16_vs_fp32_$tag.txt"
+    fi
     if [[ -f $fp32 && -f $bf16 ]]; then
       hf_line=$("$PYTHON" - "$fp32" "$bf16" <<'PY'
 import sys
