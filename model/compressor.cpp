@@ -45,15 +45,19 @@ struct RowSource {
   }
 };
 
+// Positions of a group for the two steps below: p = first positions [B, 1, 1], slot_offsets = 0..m-1 [1, 1, m].
+struct WindowFrame {
+  at::Tensor p, slot_offsets;
+};
+
 // The entries of windows w = p/m + k, k < K, written to the paged cache (incomplete ones are zero
 // and go to the padding block 0).
 void pool_windows(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const RowSource& source,
-                  const Rope& rope, int64_t K, at::Tensor& paged, Numerics numerics, const Observer* observer) {
+                  const WindowFrame& frame, const Rope& rope, int64_t K, at::Tensor& paged, Numerics numerics, const Observer* observer) {
   const int64_t B = group.num_seqs, L = group.len, m = spec.ratio, c = spec.overlap, d = spec.dim;
-  const auto i64 = group.start.options();
-  const at::Tensor p = group.start.view({B, 1, 1});
-  const at::Tensor slot_offsets = at::arange(m, i64).view({1, 1, m});
-  const at::Tensor w = at::div(group.start, m, "floor").unsqueeze(1) + at::arange(K, i64).unsqueeze(0);  // [B, K]
+  const at::Tensor& p = frame.p;
+  const at::Tensor& slot_offsets = frame.slot_offsets;
+  const at::Tensor w = at::div(group.start, m, "floor").unsqueeze(1) + at::arange(K, group.start.options()).unsqueeze(0);  // [B, K]
   const at::Tensor complete = w < at::div(group.start + L, m, "floor").unsqueeze(1);
   auto [kv, score] = source.gather(w.unsqueeze(-1) * m + slot_offsets, p);  // current window rows [B, K, m, c d']
   if (c == 2) {
@@ -78,13 +82,12 @@ void pool_windows(const ModelWeights& weights, const CompressorSpec& spec, const
 }
 
 // The new tail: the open window after the run (and, for CSA, the complete window before it).
-void update_tail(const SequenceGroup& group, const RowSource& source, CompressorTail& tail) {
+void update_tail(const SequenceGroup& group, const RowSource& source, const WindowFrame& frame, CompressorTail& tail) {
   const int64_t B = group.num_seqs, L = group.len, m = source.ratio, c = source.overlap, width = source.kv.size(2);
-  const at::Tensor p = group.start.view({B, 1, 1});
-  const at::Tensor open = at::div(group.start + L, m, "floor").view({B, 1, 1}) * m + at::arange(m, group.start.options()).view({1, 1, m});
-  auto [tail_kv, tail_score] = source.gather(open, p);  // [B, 1, m, c d']
+  const at::Tensor open = at::div(group.start + L, m, "floor").view({B, 1, 1}) * m + frame.slot_offsets;  // [B, 1, m]
+  auto [tail_kv, tail_score] = source.gather(open, frame.p);  // [B, 1, m, c d']
   if (c == 2) {
-    auto [prev_kv, prev_score] = source.gather(open - m, p);
+    auto [prev_kv, prev_score] = source.gather(open - m, frame.p);
     tail_kv = at::cat({prev_kv, tail_kv}, 2);
     tail_score = at::cat({prev_score, tail_score}, 2);
   }
@@ -108,8 +111,9 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
   // (a softmax, sum or norm over another number of rows may add in another order).
   int64_t K = (L + m - 1) / m;
   if (numerics == Numerics::kTransformers && B == 1) K = group.max_end / m - (group.max_end - L) / m;
-  if (K > 0) pool_windows(weights, spec, group, source, rope, K, paged, numerics, observer);
-  update_tail(group, source, tail);
+  const WindowFrame frame{group.start.view({B, 1, 1}), at::arange(m, group.start.options()).view({1, 1, m})};
+  if (K > 0) pool_windows(weights, spec, group, source, frame, rope, K, paged, numerics, observer);
+  update_tail(group, source, frame, tail);
 }
 
 }  // namespace deepinfer::model
