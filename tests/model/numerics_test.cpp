@@ -81,6 +81,29 @@ TEST(Numerics, TransformersRoundingIsTheOfficialForwardInFloat32) {
   EXPECT_LT(chunked, 1e-4);
 }
 
+// float32, several sequences stepped together (groups of several sequences at different positions,
+// so kTransformers' attention pads the keys its cache would hold): the official forward's logits.
+TEST(Numerics, TransformersAttentionBatchesSequencesAtDifferentPositions) {
+  const ModelConfig config = load_model_config(source_dir() + "/configs/models/tiny.json");
+  constexpr int64_t kBlocks = 16;
+  const auto blocks = shuffled_blocks({3, 3, 2, 1}, kBlocks, 9);
+  const std::vector<SeqPlan> plans{{random_tokens(300, config.vocab_size, 51), {131, 40}, 1, blocks[0]},
+                                   {random_tokens(290, config.vocab_size, 52), {7, 5, 130}, 2, blocks[1]},
+                                   {random_tokens(200, config.vocab_size, 53), {200}, 3, blocks[2]},
+                                   {random_tokens(60, config.vocab_size, 54), {}, 4, blocks[3]}};
+  SingleRankCommunicator comm;
+  const ModelWeights weights = random_weights(config, WeightFormat{io::DType::kF32, false, false}, /*seed=*/25, at::kCPU);
+  std::vector<std::vector<at::Tensor>> logits;
+  for (Numerics numerics : {Numerics::kOfficial, Numerics::kTransformers}) {
+    const DeepseekV4Model model(weights, comm, model_options(numerics));
+    ModelCache cache(config, ModelCache::Options{kBlocks, 5, at::kFloat, at::kCPU});
+    logits.push_back(run_incremental(model, plans, cache));
+  }
+  const double diff = max_abs_diff(logits[0], logits[1]);
+  std::printf("[numerics] tiny float32, 4 sequences stepped together, official vs transformers numerics: %.3g\n", diff);
+  EXPECT_LT(diff, 1e-4);
+}
+
 // bfloat16, tests/reference/tiny-bf16.json (no discrete choice that a rounding difference can
 // flip): transformers rounding differs from official rounding, stays as close to float32 as
 // rounding allows, and its chunked run tracks its one-shot run.
