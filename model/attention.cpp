@@ -135,7 +135,7 @@ at::Tensor attend_group_transformers(const LayerInfo& info, const SequenceGroup&
   }
   const int64_t K = k.size(1);
   const at::Tensor qh = q.transpose(1, 2).contiguous();                      // [B, H, L, d]
-  const at::Tensor kh = k.unsqueeze(1).expand({B, H, K, d}).reshape({B, H, K, d});  // the single KV head repeated
+  const at::Tensor kh = k.unsqueeze(1).expand({B, H, K, d});  // the single KV head over H heads, a stride-0 view as repeat_kv gives
   at::Tensor logits = at::matmul(qh, kh.transpose(2, 3)).mul(std::pow(static_cast<double>(d), -0.5)).to(at::kFloat);
   logits = logits.masked_fill(~at::cat(visible, -1).unsqueeze(1), kNegInf);
   at::Tensor combined = at::cat({logits, info.sink.view({1, H, 1, 1}).expand({B, H, L, 1})}, -1);

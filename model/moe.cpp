@@ -19,8 +19,11 @@ at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::
                           const at::Tensor& routing_weights, Numerics numerics) {
   const ModelConfig& config = weights.config();
   const int64_t k = experts.size(1);
-  at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
-  if (x.size(0) == 0) return out;
+  // kTransformers adds the weighted expert outputs in x's dtype, expert by expert in ascending
+  // order, as transformers' eager experts loop does (its index_add_ into a bf16 zeros_like).
+  const bool transformers = numerics == Numerics::kTransformers;
+  at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(transformers ? x.scalar_type() : at::kFloat));
+  if (x.size(0) == 0) return transformers ? out.to(at::kFloat) : out;
   const at::Tensor flat = experts.reshape(-1);
   const at::Tensor order = std::get<1>(flat.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
   // One host read per layer: how many (token, slot) pairs each expert got.
@@ -38,9 +41,9 @@ at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::
     const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
                                     weights.expert_matrix(layer, e, "w3"), config.swiglu_limit, numerics);
     const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
-    out.index_add_(0, tokens, numerics == Numerics::kTransformers ? (y * w.to(y.scalar_type())).to(at::kFloat) : y.to(at::kFloat) * w);
+    out.index_add_(0, tokens, transformers ? y * w.to(y.scalar_type()) : y.to(at::kFloat) * w);
   }
-  return out;
+  return transformers ? out.to(at::kFloat) : out;
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
 // Routed experts of this rank + exchange + shared expert -> [T, D] in x's dtype. With a
 // workspace whose usable() holds, the routed experts take the grouped path (moe_grouped.h).
 // kOfficial sums the weighted expert outputs and the shared expert in float32 and rounds once;
-// kTransformers rounds each weighted output, the routed sum, and the shared-expert add.
+// kTransformers rounds each weighted output, adds them in the model dtype expert by expert (as
+// transformers' eager loop does), and rounds the shared-expert add.
 // observer (ops.h) sees "layers.L.ffn.routed" and "layers.L.ffn.shared".
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
                        ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr, Numerics numerics = Numerics::kOfficial,

@@ -21,10 +21,11 @@ namespace deepinfer::model {
 // output and the shared-expert add, the compressor's pooling weights and sum, RMSNorm's normalized
 // value before the weight, RoPE cos / sin, and the attention scale in the model dtype; and it
 // computes as transformers does where the order of a sum decides the bits: attention as its eager
-// attention (one score matmul and one P.V over the keys its cache holds, attention.cpp), each
-// routed expert's gate and up projections as one matmul (its eager experts loop). Run one
-// sequence per forward, as transformers does, and the two bfloat16 forwards are the same
-// computation. In float32 both modes give the same values, except that the mHC projection
+// attention (one score matmul and one P.V over the keys its cache holds, attention.cpp), the
+// routed experts as its eager loop (one gate|up matmul per expert, the weighted outputs added in
+// the model dtype), ATen's Sinkhorn. With one sequence per forward, as transformers runs it, the
+// aim is the same bfloat16 computation bit for bit (tests/reference/compare_taps.py checks it
+// tensor by tensor). In float32 both modes give the same values, except that the mHC projection
 // normalizes before the matmul as transformers does (a ~1e-7 difference).
 enum class Numerics { kOfficial, kTransformers };
 

@@ -81,8 +81,9 @@ TEST(Numerics, TransformersRoundingIsTheOfficialForwardInFloat32) {
   EXPECT_LT(chunked, 1e-4);
 }
 
-// float32, several sequences stepped together (groups of several sequences at different positions,
-// so kTransformers' attention pads the keys its cache would hold): the official forward's logits.
+// float32, several sequences stepped together: the official forward's logits. Decode steps group
+// several sequences at different positions (multi-token runs form groups of one), so
+// kTransformers' attention pads the keys each one's cache would hold.
 TEST(Numerics, TransformersAttentionBatchesSequencesAtDifferentPositions) {
   const ModelConfig config = load_model_config(source_dir() + "/configs/models/tiny.json");
   constexpr int64_t kBlocks = 16;

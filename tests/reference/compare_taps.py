@@ -30,11 +30,15 @@ def main():
             print(f"{name:38} last dims differ: ours {list(a.shape)}, reference {list(b.shape)}")
             continue
         a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-        rows = min(a.shape[0], b.shape[0])  # compressor entries: ours also has the open window
+        rows = min(a.shape[0], b.shape[0])  # compressor entries: ours (official) also has the open window
+        note = "" if a.shape[0] == b.shape[0] else f"  (rows: ours {a.shape[0]}, reference {b.shape[0]})"
+        if rows == 0:
+            print(f"{name:38} no rows{note}")
+            continue
         a, b = a[:rows], b[:rows]
         unequal = (a != b).float().mean().item()
         diff = (a.double() - b.double()).abs().max().item()
-        print(f"{name:38} {rows:>11} {100 * unequal:>13.3f}% {diff:>11.4g} {b.abs().max().item():>9.4g}")
+        print(f"{name:38} {rows:>11} {100 * unequal:>13.3f}% {diff:>11.4g} {b.abs().max().item():>9.4g}{note}")
 
 
 if __name__ == "__main__":

@@ -204,9 +204,12 @@ def torch_part(args):
         set_experts_implementation(model, args.experts_implementation)
     log(f"experts implementation: {getattr(model.config, '_experts_implementation', None)}")
     if args.taps_out:
-        taps = record_taps(torch, model, prompts[args.taps_prompt][0].to(device))
-        write_safetensors(args.taps_out, taps, {"dtype": args.dtype, "prompt": "0", "tokens": str(len(prompts[0][0]))})
-        log(f"wrote {args.taps_out}: {len(taps)} intermediate tensors of prompt 0 (one-shot)")
+        if not 0 <= args.taps_prompt < len(prompts):
+            fail(f"--taps-prompt {args.taps_prompt}: there are {len(prompts)} prompts")
+        ids = prompts[args.taps_prompt][0]
+        taps = record_taps(torch, model, ids.to(device))
+        write_safetensors(args.taps_out, taps, {"dtype": args.dtype, "prompt": str(args.taps_prompt), "tokens": str(len(ids))})
+        log(f"wrote {args.taps_out}: {len(taps)} intermediate tensors of prompt {args.taps_prompt} (one-shot)")
 
     tensors, internal = {}, []
     for i, (ids, chunks) in enumerate(prompts):
@@ -245,6 +248,8 @@ def record_taps(torch, model, ids):
     taps, handles = {}, []
 
     def put(name, value):
+        if value.dim() < 2 or value.shape[0] != 1:
+            fail(f"tap {name}: expected a leading batch dim of 1, got shape {list(value.shape)}")
         taps[name] = value.detach()[0].float().cpu().contiguous()
 
     def output_hook(name, pick=lambda out: out):
@@ -253,7 +258,7 @@ def record_taps(torch, model, ids):
     def input_hook(name):
         return lambda module, args: put(name, args[0])
 
-    first = lambda out: out[0]
+    first = lambda out: out[0] if isinstance(out, (tuple, list)) else out
     for l, layer in enumerate(model.model.layers):
         p = f"layers.{l}."
         attn = layer.self_attn
@@ -273,7 +278,7 @@ def record_taps(torch, model, ids):
             layer.register_forward_hook(output_hook(p + "streams", lambda out: out[0] if isinstance(out, tuple) else out)),
         ]
         if attn.compressor is not None:  # [B, 1, E, d] -> [E, d] after the batch dim goes
-            handles.append(attn.compressor.register_forward_hook(output_hook(p + "attn.compressor.entries", lambda out: out[0][:, 0])))
+            handles.append(attn.compressor.register_forward_hook(output_hook(p + "attn.compressor.entries", lambda out: first(out)[:, 0])))
     handles.append(model.model.norm.register_forward_hook(output_hook("hidden")))
     try:
         with torch.no_grad():
@@ -347,7 +352,7 @@ def main():
                         help="transformers' routed-experts backend: eager (default, the reference loop), grouped_mm, "
                              "batched_mm, or 'default' for whatever this transformers picks")
     parser.add_argument("--taps-prompt", type=int, default=0, help="which prompt --taps-out records (default 0)")
-    parser.add_argument("--taps-out", help="also write prompt 0's one-shot intermediate tensors here (compare_taps.py)")
+    parser.add_argument("--taps-out", help="also write one prompt's one-shot intermediate tensors here (compare_taps.py)")
     args = parser.parse_args()
     args.lengths = [int(x) for x in args.lengths.split(",") if x]
     if args.check_names:

@@ -188,21 +188,22 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
     ASSERT_EQ(prompts.back().oneshot.size(1), weights.config().vocab_size);
   }
 
-  // DEEPINFER_HF_TAPS_OUT=FILE: prompt 0's one-shot intermediate tensors (DeepseekV4Model::Options::
-  // observer) as float32 safetensors, for tests/reference/compare_taps.py against hf_reference.py --taps-out.
+  // DEEPINFER_HF_TAPS_OUT=FILE: one prompt's one-shot intermediate tensors (DeepseekV4Model::Options::
+  // observer) as float32 safetensors, for tests/reference/compare_taps.py against hf_reference.py
+  // --taps-out; DEEPINFER_HF_TAPS_PROMPT picks the prompt (default 0).
   const std::string taps_out = env("DEEPINFER_HF_TAPS_OUT");
   if (!taps_out.empty()) {
-    io::SafetensorsWriter writer;
-    std::vector<at::Tensor> keep;
+    io::SafetensorsWriter writer;  // add() copies the bytes
     Runner tapped(weights, dtype, device, numerics, [&](const std::string& name, const at::Tensor& value) {
       const at::Tensor t = value.detach().to(at::kCPU, at::kFloat).contiguous();
-      keep.push_back(t);
       writer.add(name, io::DType::kF32, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), t.data_ptr(), t.nbytes());
     });
     const std::string which = env("DEEPINFER_HF_TAPS_PROMPT");
-    tapped.oneshot(prompts.at(which.empty() ? 0 : std::stoul(which)));
+    const size_t index = which.empty() ? 0 : std::stoul(which);
+    ASSERT_LT(index, prompts.size()) << "DEEPINFER_HF_TAPS_PROMPT=" << which << ": the reference has " << prompts.size() << " prompts";
+    tapped.oneshot(prompts[index]);
     writer.write(taps_out);
-    std::cout << "[hf_reference] wrote " << writer.size() << " intermediate tensors of prompt 0 to " << taps_out << std::endl;
+    std::cout << "[hf_reference] wrote " << writer.size() << " intermediate tensors of prompt " << index << " to " << taps_out << std::endl;
   }
 
   // Gated: like for like. Ours one-shot (each prompt alone) against transformers' one-shot, ours
