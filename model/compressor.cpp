@@ -45,19 +45,24 @@ struct RowSource {
   }
 };
 
-// Positions of a group for the two steps below: p = first positions [B, 1, 1], slot_offsets = 0..m-1 [1, 1, m].
-struct WindowFrame {
-  at::Tensor p, slot_offsets;
-};
+}  // namespace
 
-// The entries of windows w = p/m + k, k < K, written to the paged cache (incomplete ones are zero
-// and go to the padding block 0).
-void pool_windows(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const RowSource& source,
-                  const WindowFrame& frame, const Rope& rope, int64_t K, at::Tensor& paged, Numerics numerics, const Observer* observer) {
+void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics, const Observer* observer) {
   const int64_t B = group.num_seqs, L = group.len, m = spec.ratio, c = spec.overlap, d = spec.dim;
-  const at::Tensor& p = frame.p;
-  const at::Tensor& slot_offsets = frame.slot_offsets;
-  const at::Tensor w = at::div(group.start, m, "floor").unsqueeze(1) + at::arange(K, group.start.options()).unsqueeze(0);  // [B, K]
+  const auto i64 = group.start.options();
+  // Projected rows of this run; scores carry the position bias of their slot in the window.
+  const at::Tensor kv_rows = at::linear(x, weights.get(spec.prefix + "wkv.weight")).to(at::kFloat);  // [B, L, c d']
+  const at::Tensor ape = weights.get(spec.prefix + "ape");                                           // [m, c d'] float32
+  const at::Tensor score_rows =
+      at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) + ape.index_select(0, at::remainder(group.positions, m).reshape(-1)).view({B, L, c * d});
+  RowSource source{at::cat({tail.kv.index_select(0, group.slots), kv_rows}, 1), at::cat({tail.score.index_select(0, group.slots), score_rows}, 1), m, c, L};
+  const at::Tensor p = group.start.view({B, 1, 1});
+  const at::Tensor slot_offsets = at::arange(m, i64).view({1, 1, m});
+
+  // Candidate windows w = p/m + k, k < ceil(L/m); real if complete within the run.
+  const int64_t K = (L + m - 1) / m;
+  const at::Tensor w = at::div(group.start, m, "floor").unsqueeze(1) + at::arange(K, i64).unsqueeze(0);  // [B, K]
   const at::Tensor complete = w < at::div(group.start + L, m, "floor").unsqueeze(1);
   auto [kv, score] = source.gather(w.unsqueeze(-1) * m + slot_offsets, p);  // current window rows [B, K, m, c d']
   if (c == 2) {
@@ -65,7 +70,7 @@ void pool_windows(const ModelWeights& weights, const CompressorSpec& spec, const
     kv = at::cat({kv_prev.narrow(-1, 0, d), kv.narrow(-1, d, d)}, 2);  // [B, K, 2m, d']
     score = at::cat({score_prev.narrow(-1, 0, d), score.narrow(-1, d, d)}, 2);
   }
-  const at::ScalarType dt = weights.dtype();
+  const at::ScalarType dt = x.scalar_type();
   at::Tensor compressed = numerics == Numerics::kTransformers ? (kv.to(dt) * at::softmax(score, 2).to(dt)).sum(2)  // [B, K, d']
                                                               : (at::softmax(score, 2) * kv).sum(2);              // float32
   compressed = at::where(complete.unsqueeze(-1), compressed, at::zeros_like(compressed));
@@ -79,41 +84,17 @@ void pool_windows(const ModelWeights& weights, const CompressorSpec& spec, const
   const at::Tensor block = at::where(complete, group.block_tables.gather(1, column), at::zeros_like(w));
   const at::Tensor row = at::where(complete, at::remainder(w, per_block), at::zeros_like(w));
   paged.index_put_({block.reshape(-1), row.reshape(-1)}, entries.reshape({B * K, d}).to(paged.scalar_type()));
-}
 
-// The new tail: the open window after the run (and, for CSA, the complete window before it).
-void update_tail(const SequenceGroup& group, const RowSource& source, const WindowFrame& frame, CompressorTail& tail) {
-  const int64_t B = group.num_seqs, L = group.len, m = source.ratio, c = source.overlap, width = source.kv.size(2);
-  const at::Tensor open = at::div(group.start + L, m, "floor").view({B, 1, 1}) * m + frame.slot_offsets;  // [B, 1, m]
-  auto [tail_kv, tail_score] = source.gather(open, frame.p);  // [B, 1, m, c d']
+  // New tail: the open window after the run (and, for CSA, the complete window before it).
+  const at::Tensor open = at::div(group.start + L, m, "floor").view({B, 1, 1}) * m + slot_offsets;  // [B, 1, m]
+  auto [tail_kv, tail_score] = source.gather(open, p);
   if (c == 2) {
-    auto [prev_kv, prev_score] = source.gather(open - m, frame.p);
+    auto [prev_kv, prev_score] = source.gather(open - m, p);
     tail_kv = at::cat({prev_kv, tail_kv}, 2);
     tail_score = at::cat({prev_score, tail_score}, 2);
   }
-  tail.kv.index_put_({group.slots}, tail_kv.view({B, c * m, width}));
-  tail.score.index_put_({group.slots}, tail_score.view({B, c * m, width}));
-}
-
-}  // namespace
-
-void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics, const Observer* observer) {
-  const int64_t B = group.num_seqs, L = group.len, m = spec.ratio, c = spec.overlap, d = spec.dim;
-  // Projected rows of this run; scores carry the position bias of their slot in the window.
-  const at::Tensor kv_rows = at::linear(x, weights.get(spec.prefix + "wkv.weight")).to(at::kFloat);  // [B, L, c d']
-  const at::Tensor ape = weights.get(spec.prefix + "ape");                                           // [m, c d'] float32
-  const at::Tensor score_rows =
-      at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) + ape.index_select(0, at::remainder(group.positions, m).reshape(-1)).view({B, L, c * d});
-  const RowSource source{at::cat({tail.kv.index_select(0, group.slots), kv_rows}, 1), at::cat({tail.score.index_select(0, group.slots), score_rows}, 1), m, c, L};
-  // Candidate windows w = p/m + k, k < ceil(L/m); real if complete within the run. kTransformers
-  // pools a lone sequence's complete windows only, as transformers does: the same reduction shapes
-  // (a softmax, sum or norm over another number of rows may add in another order).
-  int64_t K = (L + m - 1) / m;
-  if (numerics == Numerics::kTransformers && B == 1) K = group.max_end / m - (group.max_end - L) / m;
-  const WindowFrame frame{group.start.view({B, 1, 1}), at::arange(m, group.start.options()).view({1, 1, m})};
-  if (K > 0) pool_windows(weights, spec, group, source, frame, rope, K, paged, numerics, observer);
-  update_tail(group, source, frame, tail);
+  tail.kv.index_put_({group.slots}, tail_kv.view({B, c * m, c * d}));
+  tail.score.index_put_({group.slots}, tail_score.view({B, c * m, c * d}));
 }
 
 }  // namespace deepinfer::model

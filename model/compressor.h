@@ -27,10 +27,9 @@ struct CompressorSpec {
 // x [B, L, D] attn-normed hidden rows of the group. paged [num_blocks, 128/m, d'].
 // Windows a sequence completes are those w with p <= (w+1) m - 1 < p + L (p = first position).
 // kOfficial pools, normalizes and ropes in float32 (one rounding at the paged write);
-// kTransformers pools in the model dtype (rounded softmax weights, products and sum) and normalizes and
-// ropes in it; for a lone sequence it pools only the complete windows, as transformers does.
-// observer (ops.h) sees spec.prefix + "entries": [B, K, d'] for the windows pooled (kOfficial: the
-// candidate windows of the run, incomplete ones zero; nothing when none is pooled).
+// kTransformers pools in x's dtype (rounded softmax weights, products and sum) and normalizes and
+// ropes in it. observer (ops.h) sees spec.prefix + "entries": [B, K, d'] for the candidate windows
+// of the run (incomplete ones zero).
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
                     const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics = Numerics::kOfficial,
                     const Observer* observer = nullptr);

@@ -24,6 +24,7 @@
 #include "model/expert_parallel.h"
 #include "model/forward_batch.h"
 #include "model/model_cache.h"
+#include "tests/model/forward_test_util.h"
 
 namespace deepinfer::model {
 namespace {
@@ -75,14 +76,7 @@ class Runner final {
       : weights_(weights),
         dtype_(dtype),
         device_(device),
-        model_(weights, comm_, options(numerics, std::move(observer))) {}
-
-  static DeepseekV4Model::Options options(Numerics numerics, Observer observer) {
-    DeepseekV4Model::Options out;
-    out.numerics = numerics;
-    out.observer = std::move(observer);
-    return out;
-  }
+        model_(weights, comm_, testing::model_options(numerics, AttentionOptions{}.query_tile, std::move(observer))) {}
 
   // One prompt alone in one forward, as transformers' use_cache=False call runs it.
   at::Tensor oneshot(const Prompt& p) { return batched_oneshot({p}).front(); }
