@@ -88,8 +88,16 @@ TEST(RandomWeights, PackedExpertsForwardEqualsDequantizedForward) {
 }
 
 // The bfloat16 path (the CUDA configuration) runs through the same code and stays close to fp32.
+// Every expert and every compressed entry is selected, so no top-k choice can flip between the
+// fp32 and bf16 runs: a flipped choice moves logits by ~1 and says nothing about the rounding
+// (with the default top-2 of 8 experts and index top-4, LibTorch 2.11's CPU kernels measured 1.35
+// where 1.13's measured 0.098; selecting everything, 0.054 and 0.045). The selection itself is
+// covered in fp32 by ForwardConsistency.
 TEST(RandomWeights, Bfloat16ForwardTracksFloat32) {
-  const ModelConfig config = tiny_fast_test_config();
+  ModelConfig config = tiny_fast_test_config();
+  config.num_experts_per_tok = config.n_routed_experts;
+  config.index_topk = 16;  // >= the 10 entries of 40 tokens at ratio 4
+  config.validate();
   const ModelWeights w16 = random_weights(config, WeightFormat{io::DType::kBF16, false, false}, 3, at::kCPU);
   ModelWeights w32(ModelWeights::Options{config, at::kFloat, at::kCPU, {}});  // the same values, computed in fp32
   for (const std::string& name : w16.names()) {
@@ -109,8 +117,8 @@ TEST(RandomWeights, Bfloat16ForwardTracksFloat32) {
   const double vs_chunked = (one_shot - incremental).abs().max().item<double>();
   std::printf("[bf16] one-shot vs fp32 (same weights): max |diff| = %.3g, mean %.3g; chunked+decode vs one-shot: %.3g (max |logit| %.3g)\n",
               vs_f32, (one_shot - ref).abs().mean().item<double>(), vs_chunked, ref.abs().max().item<double>());
-  EXPECT_LT(vs_f32, 0.3);
-  EXPECT_LT(vs_chunked, 0.15);
+  EXPECT_LT(vs_f32, 0.15);
+  EXPECT_LT(vs_chunked, 0.1);
 }
 
 }  // namespace
