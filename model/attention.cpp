@@ -52,12 +52,22 @@ at::Tensor gather_rows(const at::Tensor& pool, const at::Tensor& index) {
 
 // CSA's lightning indexer: sum_h w_h relu(q_h . k_w) / sqrt(Id) over the entries, top-k of the
 // visible ones -> (picks [B, lt, k] int64, real [B, lt, k]: the pick is a visible entry).
+// `transformers` scores as transformers' DeepseekV4IndexerScorer does: q . k in float32 with its
+// broadcast shapes, the scale on relu(q . k) before the head weights (in bfloat16 a rounding
+// difference here flips picks).
 std::pair<at::Tensor, at::Tensor> index_topk(const LayerInfo& info, const GroupKeys& keys, const at::Tensor& index_q, const at::Tensor& index_w,
-                                             const at::Tensor& visible) {
+                                             const at::Tensor& visible, bool transformers = false) {
   const int64_t B = index_q.size(0), lt = index_q.size(1), Ih = index_q.size(2), E = keys.index_keys.size(1);
-  at::Tensor scores = at::matmul(index_q.reshape({B, lt * Ih, info.index_dim}), keys.index_keys.transpose(1, 2));
-  scores = (at::relu(scores.to(at::kFloat)).view({B, lt, Ih, E}) * index_w.unsqueeze(-1)).sum(2);
-  scores = (scores / std::sqrt(static_cast<double>(info.index_dim))).masked_fill(~visible, kNegInf);
+  at::Tensor scores;
+  if (transformers) {
+    scores = at::matmul(index_q.to(at::kFloat), keys.index_keys.transpose(1, 2).to(at::kFloat).unsqueeze(1));  // [B, lt, Ih, E]
+    scores = (at::relu(scores) * std::pow(static_cast<double>(info.index_dim), -0.5) * index_w.unsqueeze(-1)).sum(2);
+  } else {
+    scores = at::matmul(index_q.reshape({B, lt * Ih, info.index_dim}), keys.index_keys.transpose(1, 2));
+    scores = (at::relu(scores.to(at::kFloat)).view({B, lt, Ih, E}) * index_w.unsqueeze(-1)).sum(2);
+    scores = scores / std::sqrt(static_cast<double>(info.index_dim));
+  }
+  scores = scores.masked_fill(~visible, kNegInf);
   auto [top, picked] = scores.topk(std::min(info.topk, E), /*dim=*/-1);  // [B, lt, k]
   return {picked, top != kNegInf};
 }
@@ -127,7 +137,7 @@ at::Tensor attend_group_transformers(const LayerInfo& info, const SequenceGroup&
     const int64_t E = keys.entries.size(1);
     at::Tensor seen = at::arange(E, i64) < at::div(group.positions + 1, info.ratio, "floor").unsqueeze(-1);  // [B, L, E]
     if (info.csa) {
-      auto [picked, real] = index_topk(info, keys, index_q, index_w, seen);
+      auto [picked, real] = index_topk(info, keys, index_q, index_w, seen, /*transformers=*/true);
       seen = at::zeros_like(seen).scatter(-1, picked, real);
     }
     k = at::cat({k, keys.entries}, 1);
@@ -164,8 +174,9 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
   if (c.layer_type(layer) == LayerType::kCsa) {
     const at::Tensor iq = at::linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
     out.index_q = angles.apply(iq);
-    out.index_w = at::linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat) /
-                  std::sqrt(static_cast<double>(c.index_n_heads));
+    const at::Tensor index_w = at::linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat);
+    const double heads = static_cast<double>(c.index_n_heads);
+    out.index_w = numerics == Numerics::kTransformers ? index_w * std::pow(heads, -0.5) : index_w / std::sqrt(heads);
   }
   return out;
 }
