@@ -133,8 +133,7 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   // repeated tokens would add with atomics in a different order on every run.
   const at::TensorOptions f32 = x.options().dtype(at::kFloat);
   at::Tensor per_pair = at::empty({flat.size(0), D}, f32);
-  const at::Tensor weighted = y.to(at::kFloat) * w;
-  per_pair.index_copy_(0, order, at::where(valid, weighted, at::zeros({}, f32)));
+  per_pair.index_copy_(0, order, at::where(valid, y.to(at::kFloat) * w, at::zeros({}, f32)));
   return per_pair.view({x.size(0), k, D}).sum(1);
 #else
   (void)weights, (void)layer, (void)x, (void)experts, (void)routing_weights;
