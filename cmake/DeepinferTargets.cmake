@@ -8,3 +8,23 @@ function(deepinfer_torch_library name)
   target_precompile_headers(${name} PRIVATE <ATen/ATen.h>)
 endfunction()
 
+
+# deepinfer_cuda_kernels(NAME TORCH_LIBRARY SOURCES a.cu ... [OPTIONS nvcc flags ...])
+# The torch-free kernels of one folder. CUDA build: a static library linked into TORCH_LIBRARY.
+# CPU build with DEEPINFER_CUDA_COMPILE_CHECK: the same sources compiled as an object library
+# for the same architectures (sm_90) and linked into nothing, so a kernel that does not compile
+# fails the CPU build (CI) before any device time is spent on it.
+function(deepinfer_cuda_kernels name torch_library)
+  cmake_parse_arguments(K "" "" "SOURCES;OPTIONS" ${ARGN})
+  if(DEEPINFER_CUDA)
+    add_library(${name} STATIC ${K_SOURCES})
+    target_link_libraries(${torch_library} PRIVATE ${name})
+  elseif(DEEPINFER_CUDA_COMPILE_CHECK)
+    add_library(${name} OBJECT ${K_SOURCES})
+  else()
+    return()
+  endif()
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${K_OPTIONS}>)
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
+endfunction()

@@ -43,6 +43,14 @@ deepinfer_require(MPI_CXX_FOUND "Open MPI" "libopenmpi-dev openmpi-bin")
 
 find_package(Threads REQUIRED)
 
+if(DEEPINFER_CUDA_COMPILE_CHECK AND NOT DEEPINFER_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  enable_language(CUDA)
+  message(STATUS "CUDA kernels: compile-only check with ${CMAKE_CUDA_COMPILER} for sm_${CMAKE_CUDA_ARCHITECTURES}")
+endif()
+
 if(DEEPINFER_CUDA)
   # CUDA LibTorch comes from PyTorch's wheel: CMAKE_PREFIX_PATH must hold
   # python3 -c 'import torch;print(torch.utils.cmake_prefix_path)' (.deps/env.sh sets it).

@@ -17,12 +17,12 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/sampler_noise_math.h"
+#include "engine/cuda/noise_math.h"
 
 namespace deepinfer::engine {
 
 // lowbias32 (C. Wellons, hash-prospector): a bijection on uint32 with low avalanche bias.
-// The values and the scalar math live in sampler_noise_math.h (shared with the CUDA kernel).
+// The values and the scalar math live in engine/cuda/noise_math.h (host/device code shared with the CUDA kernel).
 inline constexpr uint32_t kHashMul1 = noise_math::hash_mul1();  // < 2^31
 inline constexpr uint32_t kHashMul2 = noise_math::hash_mul2();  // >= 2^31: as an int32 it is negative
 // Initial values of the two 32-bit lanes of mix_seed (golden-ratio and sqrt(3) fractions).

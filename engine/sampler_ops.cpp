@@ -1,13 +1,7 @@
 #include "engine/sampler_ops.h"
 
+#include "engine/cuda/kernels.h"
 #include "engine/sampler_noise.h"
-
-#if DEEPINFER_CUDA_KERNELS
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "engine/cuda/gumbel_noise.h"
-#endif
 
 namespace deepinfer::engine {
 namespace {
@@ -118,19 +112,11 @@ at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size) {
 }
 
 at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size, NoiseKernel kernel) {
-#if DEEPINFER_CUDA_KERNELS
-  // The fused kernel (engine/cuda/gumbel_noise.h): the same bits in one launch.
-  if (kernel == NoiseKernel::kFused && keys.is_cuda() && keys.size(0) <= 65535) {
+  // The fused kernel (engine/cuda/kernels.h): the same bits in one launch.
+  if (kernel == NoiseKernel::kFused && cuda::gumbel_noise_supported(keys)) {
     check_keys(keys, vocab_size);
-    const at::Tensor k = keys.contiguous();
-    at::Tensor out = at::empty({k.size(0), vocab_size}, k.options().dtype(at::kFloat));
-    const c10::cuda::CUDAGuard guard(k.device());
-    cuda::gumbel_noise(k.data_ptr<int64_t>(), k.size(0), vocab_size, out.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
-    return out;
+    return cuda::gumbel_noise(keys, vocab_size);
   }
-#else
-  (void)kernel;
-#endif
   at::Tensor m = at::bitwise_right_shift(noise_bits(keys, vocab_size), 32 - kUniformBits);
   // u = (2m + 1) * 2^-24: 2m + 1 < 2^24 converts to float exactly; the power-of-two scale is exact.
   const at::Tensor u = m.mul_(2).add_(1).to(at::kFloat).mul_(0x1p-24f);

@@ -26,8 +26,17 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
+# The CUDA kernels are compiled (not run) where the toolkit is, so one that does not compile fails here.
+cuda_check=()
+nvcc=${DEEPINFER_NVCC:-/usr/local/cuda/bin/nvcc}
+if [ -x "$nvcc" ]; then
+  cuda_check=(-DDEEPINFER_CUDA_COMPILE_CHECK=ON -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90)
+else
+  echo "test.sh: no CUDA toolkit at $nvcc: the .cu kernels are not compiled (set DEEPINFER_NVCC)" >&2
+fi
+
 jobs=$(nproc)
-[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+[ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cuda_check[@]}"
 cmake --build "$build" -j"$jobs"
 [ -n "${DEEPINFER_SKIP_TESTS:-}" ] && exit 0
 ctest --test-dir "$build" --output-on-failure -j"$jobs" "$@"

@@ -13,6 +13,7 @@
 
 #include "model/forward_batch.h"
 #include "model/model_cache.h"
+#include "model/arithmetic.h"
 #include "model/ops.h"
 #include "model/sequence_group.h"
 #include "model/weights.h"
@@ -20,7 +21,7 @@
 namespace deepinfer::model {
 
 struct AttentionOptions {
-  int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers)
+  int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers; Arithmetic::attend)
   // Sees "layers.L.attn.q_residual", ".q_proj", ".kv_normed", ".compressor.entries",
   // ".indexer.compressor.entries", ".o" (the de-rotated attention output) and ".z" (after wo_a);
   // reference debugging only (ops.h). DeepseekV4Model sets it from its Options::observer.
@@ -29,10 +30,9 @@ struct AttentionOptions {
 
 // x [T, D] attn-normed hidden rows -> [T, D]. rope is the layer's (main or compress; the compressor
 // ropes its entries with it), angles the same rope's table at batch.positions (Rope::angles);
-// numerics: where a bfloat16 run rounds (ops.h); kTransformers attends a whole group untiled
-// (query_tile unused), as transformers' eager attention does.
+// arith: where the forward rounds (arithmetic.h); it attends each group (attention_group.h).
 at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const ForwardBatch& batch,
                              const std::vector<SequenceGroup>& groups, LayerCache& cache, const Rope& rope, const RopeAngles& angles,
-                             const AttentionOptions& options, Numerics numerics = Numerics::kOfficial);
+                             const Arithmetic& arith, const AttentionOptions& options);
 
 }  // namespace deepinfer::model

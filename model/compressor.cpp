@@ -48,7 +48,7 @@ struct RowSource {
 }  // namespace
 
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, Numerics numerics, const Observer* observer) {
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith, const Observer* observer) {
   const int64_t B = group.num_seqs, L = group.len, m = spec.ratio, c = spec.overlap, d = spec.dim;
   const auto i64 = group.start.options();
   // Projected rows of this run; scores carry the position bias of their slot in the window.
@@ -70,12 +70,10 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
     kv = at::cat({kv_prev.narrow(-1, 0, d), kv.narrow(-1, d, d)}, 2);  // [B, K, 2m, d']
     score = at::cat({score_prev.narrow(-1, 0, d), score.narrow(-1, d, d)}, 2);
   }
-  const at::ScalarType dt = x.scalar_type();
-  at::Tensor compressed = numerics == Numerics::kTransformers ? (kv.to(dt) * at::softmax(score, 2).to(dt)).sum(2)  // [B, K, d']
-                                                              : (at::softmax(score, 2) * kv).sum(2);              // float32
+  at::Tensor compressed = arith.pool_windows(kv, score, x.scalar_type());  // [B, K, d']
   compressed = at::where(complete.unsqueeze(-1), compressed, at::zeros_like(compressed));
-  const at::Tensor entries =
-      rope.apply(rms_norm(compressed, weights.get(spec.prefix + "norm.weight"), weights.config().rms_norm_eps, numerics), w * m, false, numerics);
+  const at::Tensor normed = arith.rms_norm(compressed, weights.get(spec.prefix + "norm.weight"), weights.config().rms_norm_eps);
+  const at::Tensor entries = rope.angles(w * m, arith.rope_table_dtype(normed.scalar_type())).apply(normed);
   if (observer != nullptr) observe(observer, spec.prefix + "entries", entries);
 
   // Paged write: entry w -> block table[(w m) / 128], row w % (128 / m); incomplete -> padding block 0.

@@ -12,6 +12,7 @@ DeepseekV4Model::DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator
       options_(options),
       main_rope_(Rope::main(weights.config(), weights.device())),
       compress_rope_(Rope::compress(weights.config(), weights.device())) {
+  TORCH_CHECK(options_.arithmetic != nullptr, "DeepseekV4Model: Options::arithmetic is null");
   TORCH_CHECK(options_.attention.query_tile > 0, "DeepseekV4Model: attention.query_tile must be positive, got ", options_.attention.query_tile);
 }
 
@@ -31,8 +32,8 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);  // [T, D]
   at::Tensor streams = embedded.unsqueeze(1).expand({T, c.hc_mult, c.hidden_size}).contiguous();  // [T, n, D]
   // The token positions' cos / sin, once per rope for all layers.
-  const Numerics numerics = options_.numerics;
-  const at::ScalarType table_dtype = numerics == Numerics::kTransformers ? weights_.dtype() : at::kFloat;
+  const Arithmetic& arith = *options_.arithmetic;
+  const at::ScalarType table_dtype = arith.rope_table_dtype(weights_.dtype());
   const RopeAngles main_angles = main_rope_.angles(batch.positions, table_dtype);
   const RopeAngles compress_angles = compress_rope_.angles(batch.positions, table_dtype);
   const Observer* observer = options_.observer ? &options_.observer : nullptr;
@@ -45,26 +46,26 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
     const bool compressed = c.compress_ratio(l) > 0;
     const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
-    HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, numerics);
-    at::Tensor h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps, numerics);
+    HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, arith);
+    at::Tensor h = arith.rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps);
     tap(l, "attn_norm_out", h);
     at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles,
-                                     attention, numerics);
+                                     arith, attention);
     tap(l, "attn_out", y);
-    streams = hc_expand(streams, y, mix, numerics);
+    streams = arith.hc_expand(streams, y, mix);
     tap(l, "attn_streams", streams);
     // FFN site.
-    mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c, numerics);
-    h = rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps, numerics);
+    mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c, arith);
+    h = arith.rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps);
     tap(l, "ffn_norm_out", h);
-    y = moe_forward(weights_, l, h, batch.token_ids, comm_, &experts_workspace_, numerics, observer);
+    y = moe_forward(weights_, l, h, batch.token_ids, comm_, arith, &experts_workspace_, observer);
     tap(l, "ffn_out", y);
-    streams = hc_expand(streams, y, mix, numerics);
+    streams = arith.hc_expand(streams, y, mix);
     tap(l, "streams", streams);
   }
   const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
-  const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, numerics);
-  const at::Tensor hidden = rms_norm(collapsed, weights_.get("norm.weight"), eps, numerics);
+  const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, arith);
+  const at::Tensor hidden = arith.rms_norm(collapsed, weights_.get("norm.weight"), eps);
   if (observer != nullptr) observe(observer, "hidden", hidden);
   return hidden;
 }

@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "model/arithmetic.h"
 #include "model/attention.h"
 #include "model/expert_parallel.h"
 #include "model/forward_batch.h"
@@ -24,7 +25,9 @@ class DeepseekV4Model final {
  public:
   struct Options {
     AttentionOptions attention;
-    Numerics numerics = Numerics::kOfficial;  // where a bfloat16 forward rounds (ops.h)
+    // Where the forward rounds and in what order it sums (arithmetic.h): the official one unless
+    // a reference comparison picks another. Must outlive the model.
+    const Arithmetic* arithmetic = &Arithmetic::official();
     // Sees the forward's intermediate tensors (ops.h), per layer L: "layers.L.attn_norm_out",
     // the attention's (attention.h), "layers.L.attn_out", "layers.L.attn_streams",
     // "layers.L.ffn_norm_out", the MoE's (moe.h), "layers.L.ffn_out", "layers.L.streams"; then

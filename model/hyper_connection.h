@@ -7,8 +7,8 @@
 
 #include <ATen/ATen.h>
 
+#include "model/arithmetic.h"
 #include "model/model_config.h"
-#include "model/ops.h"
 
 namespace deepinfer::model {
 
@@ -18,28 +18,27 @@ struct HcMix {
   at::Tensor comb;  // [T, n, n] float32; comb[j][k] weights stream j into new stream k
 };
 
-// streams [T, n, D]; fn [(2+n) n, n D], base [(2+n) n], scale [3] float32.
-// kTransformers normalizes the flattened streams before the projection (transformers' order).
+// streams [T, n, D]; fn [(2+n) n, n D], base [(2+n) n], scale [3] float32. The projection and
+// the Sinkhorn normalization go through `arith` (Arithmetic::hc_projection, ::sinkhorn).
 HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
-             Numerics numerics = Numerics::kOfficial);
+             const Arithmetic& arith);
 
 // sum_j pre[j] streams[j] -> [T, D] in streams' dtype.
 at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre);
 
 // new[k] = post[k] y + sum_j comb[j][k] streams[j] -> [T, n, D] in streams' dtype. y [T, D].
-// kOfficial mixes in float32 and rounds once; kTransformers rounds post and comb to the streams'
-// dtype and computes the product, the matmul and the sum in it.
-at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix, Numerics numerics = Numerics::kOfficial);
+// Mixes in float32 and rounds once (the official Arithmetic::hc_expand).
+at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix);
 
 // comb logits [T, n, n] float32 -> softmax over the last dim + eps, then Sinkhorn: divide by
 // column sums + eps, then (iters - 1) times by row sums + eps and column sums + eps.
-// sinkhorn() runs the CUDA kernel (model/cuda/sinkhorn.h) for CUDA tensors in the CUDA build,
-// else sinkhorn_reference() (ATen).
+// sinkhorn() runs the CUDA kernel (model/cuda/kernels.h) for CUDA tensors where the build has
+// it, else sinkhorn_reference() (ATen).
 at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps);
 at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps);
 
 // Final collapse with hc_head_fn [n, n D], hc_head_base [n], hc_head_scale [1] -> [T, D].
 at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
-                   Numerics numerics = Numerics::kOfficial);
+                   const Arithmetic& arith);
 
 }  // namespace deepinfer::model

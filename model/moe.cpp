@@ -14,20 +14,15 @@ at::Tensor expert_scores(const at::Tensor& logits, ScoringFunc func) {
   TORCH_INTERNAL_ASSERT(false, "unknown scoring function");
 }
 
-// Runs this rank's experts over all (token, slot) pairs: x [N, D], routing [N, k] -> float32 [N, D].
-at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                          const at::Tensor& routing_weights, Numerics numerics) {
-  const ModelConfig& config = weights.config();
+}  // namespace
+
+void for_each_owned_expert(const ModelWeights& weights, const at::Tensor& experts, const ExpertVisitor& visit) {
+  if (experts.size(0) == 0) return;
   const int64_t k = experts.size(1);
-  // kTransformers adds the weighted expert outputs in x's dtype, expert by expert in ascending
-  // order, as transformers' eager experts loop does (its index_add_ into a bf16 zeros_like).
-  const bool transformers = numerics == Numerics::kTransformers;
-  at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(transformers ? x.scalar_type() : at::kFloat));
-  if (x.size(0) == 0) return transformers ? out.to(at::kFloat) : out;
   const at::Tensor flat = experts.reshape(-1);
   const at::Tensor order = std::get<1>(flat.sort(/*stable=*/true, /*dim=*/0, /*descending=*/false));
   // One host read per layer: how many (token, slot) pairs each expert got.
-  const at::Tensor counts = at::bincount(flat, /*weights=*/{}, config.n_routed_experts).cpu();
+  const at::Tensor counts = at::bincount(flat, /*weights=*/{}, weights.config().n_routed_experts).cpu();
   const int64_t* count = counts.data_ptr<int64_t>();
   const ExpertRange& owned = weights.experts();
   int64_t offset = 0;
@@ -37,20 +32,26 @@ at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::
     if (n == 0) continue;
     const at::Tensor pairs = order.narrow(0, offset, n);  // flat (token * k + slot)
     offset += n;
-    const at::Tensor tokens = at::div(pairs, k, "floor");
-    const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
-                                    weights.expert_matrix(layer, e, "w3"), config.swiglu_limit, numerics);
-    const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
-    out.index_add_(0, tokens, transformers ? y * w.to(y.scalar_type()) : y.to(at::kFloat) * w);
+    visit(e, at::div(pairs, k, "floor"), pairs);
   }
-  return transformers ? out.to(at::kFloat) : out;
 }
 
-}  // namespace
-
-Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, Numerics numerics) {
+at::Tensor routed_experts_loop(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                               const at::Tensor& routing_weights) {
   const ModelConfig& config = weights.config();
-  const at::ScalarType dt = numerics == Numerics::kTransformers ? x.scalar_type() : at::kFloat;
+  at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
+  for_each_owned_expert(weights, experts, [&](int64_t e, const at::Tensor& tokens, const at::Tensor& pairs) {
+    const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
+                                    weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
+    const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
+    out.index_add_(0, tokens, y.to(at::kFloat) * w);
+  });
+  return out;
+}
+
+Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, const Arithmetic& arith) {
+  const ModelConfig& config = weights.config();
+  const at::ScalarType dt = arith.router_dtype(x.scalar_type());
   const at::Tensor logits = at::linear(x.to(dt), weights.layer(layer, "ffn.gate.weight").to(dt));  // [T, E]
   const at::Tensor scores = expert_scores(logits, config.scoring_func);
   Routing routing;
@@ -62,26 +63,20 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
   }
   at::Tensor w = scores.gather(1, routing.experts);
   if (config.norm_topk_prob && config.scoring_func != ScoringFunc::kSoftmax) w = w / (w.sum(-1, /*keepdim=*/true) + 1e-20);
-  routing.weights = w * config.routed_scaling_factor;
-  if (numerics == Numerics::kTransformers) routing.weights = routing.weights.to(at::kFloat);
+  routing.weights = (w * config.routed_scaling_factor).to(at::kFloat);
   return routing;
 }
 
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm,
-                       ExpertWorkspace* workspace, Numerics numerics, const Observer* observer) {
+                       const Arithmetic& arith, ExpertWorkspace* workspace, const Observer* observer) {
   const ModelConfig& config = weights.config();
-  const Routing routing = route_tokens(weights, layer, x, token_ids, numerics);
+  const Routing routing = route_tokens(weights, layer, x, token_ids, arith);
   std::vector<int64_t> counts, check;
   const at::Tensor all_x = comm.all_gather_rows(x, counts);
   const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
   const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
-  // kTransformers runs the expert loop, transformers' eager experts (one matmul per expert).
-  const at::Tensor partial = workspace != nullptr && numerics == Numerics::kOfficial && workspace->usable(weights, layer, all_x)
-                                 ? workspace->routed_partial(weights, layer, all_x, all_experts, all_weights)
-                                 : routed_partial(weights, layer, all_x, all_experts, all_weights, numerics);
-  // [T, D] float32; kTransformers rounds the routed sum before adding the shared expert.
-  at::Tensor out = comm.reduce_scatter_rows(partial, counts);
-  if (numerics == Numerics::kTransformers) out = out.to(x.scalar_type());
+  const at::Tensor partial = arith.routed_experts(weights, layer, all_x, all_experts, all_weights, workspace);  // [N, D] float32
+  at::Tensor out = comm.reduce_scatter_rows(partial, counts).to(arith.moe_sum_dtype(x.scalar_type()));  // [T, D]
   if (observer != nullptr) observe(observer, layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {
     const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),

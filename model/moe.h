@@ -7,6 +7,9 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+
+#include "model/arithmetic.h"
 #include "model/expert_parallel.h"
 #include "model/moe_grouped.h"
 #include "model/ops.h"
@@ -19,19 +22,29 @@ struct Routing {
   at::Tensor weights;  // [T, k] float32, normalized and scaled by routed_scaling_factor
 };
 
-// x [T, D] (ffn-normed), token_ids [T] int64. kOfficial: router logits, scores and weights in
-// float32; kTransformers: in x's dtype (weights then stored as float32).
-Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
-                     Numerics numerics = Numerics::kOfficial);
+// x [T, D] (ffn-normed), token_ids [T] int64. Logits and scores in arith.router_dtype(x's dtype)
+// (the official arithmetic: float32); weights returned as float32.
+Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, const Arithmetic& arith);
 
-// Routed experts of this rank + exchange + shared expert -> [T, D] in x's dtype. With a
-// workspace whose usable() holds, the routed experts take the grouped path (moe_grouped.h).
-// kOfficial sums the weighted expert outputs and the shared expert in float32 and rounds once;
-// kTransformers rounds each weighted output, adds them in the model dtype expert by expert (as
-// transformers' eager loop does), and rounds the shared-expert add.
+// Calls visit(e, tokens, pairs) for every expert e this rank owns that got pairs, in ascending
+// order of e: pairs [n] int64 flat (token * k + slot) indices into experts [N, k], in ascending
+// order, tokens [n] their token rows. One host read (the per-expert counts).
+using ExpertVisitor = std::function<void(int64_t expert, const at::Tensor& tokens, const at::Tensor& pairs)>;
+void for_each_owned_expert(const ModelWeights& weights, const at::Tensor& experts, const ExpertVisitor& visit);
+
+// The per-expert loop over this rank's experts (the CPU path and the grouped path's reference):
+// x [N, D], experts [N, k], routing_weights [N, k] float32 -> [N, D] float32, each expert's
+// weighted output added in float32, experts in ascending order.
+at::Tensor routed_experts_loop(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                               const at::Tensor& routing_weights);
+
+// Routed experts of this rank (Arithmetic::routed_experts; with a workspace whose usable() holds,
+// the official arithmetic takes the grouped path, moe_grouped.h) + exchange + shared expert ->
+// [T, D] in x's dtype. The routed sum and the shared expert are added in
+// arith.moe_sum_dtype(x's dtype) (official: float32, rounded once).
 // observer (ops.h) sees "layers.L.ffn.routed" and "layers.L.ffn.shared".
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
-                       ExpertCommunicator& comm, ExpertWorkspace* workspace = nullptr, Numerics numerics = Numerics::kOfficial,
+                       ExpertCommunicator& comm, const Arithmetic& arith, ExpertWorkspace* workspace = nullptr,
                        const Observer* observer = nullptr);
 
 }  // namespace deepinfer::model

@@ -2,16 +2,10 @@
 
 #include <vector>
 
+#include "model/cuda/kernels.h"
 #include "model/ops.h"
 #include "model/torch_compat.h"
 #include "model/weight_specs.h"
-
-#if DEEPINFER_CUDA_KERNELS
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "model/cuda/fp4_dequant.h"
-#endif
 
 namespace deepinfer::model {
 namespace {
@@ -27,8 +21,7 @@ at::Tensor pointer_table(const std::vector<const at::Tensor*>& tensors, at::Devi
 }  // namespace
 
 bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const {
-#if DEEPINFER_CUDA_KERNELS
-  if (!compat::kHasGroupedMm || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
+  if (!compat::kHasGroupedMm || !cuda::built() || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
   const ModelConfig& c = weights.config();
   if (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0 || weights.experts().size() == 0) return false;
   const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
@@ -36,10 +29,6 @@ bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const a
   // Dense experts: the stacked copies of every layer together must stay within the cap.
   const int64_t stacked_bytes = c.num_layers * weights.experts().size() * 3 * c.moe_intermediate_size * c.hidden_size * 2;
   return w1.scalar_type() == at::kBFloat16 && stacked_bytes <= kMaxStackedBytes;
-#else
-  (void)weights, (void)layer, (void)x;
-  return false;
-#endif
 }
 
 const ExpertWorkspace::LayerTables& ExpertWorkspace::tables(const ModelWeights& weights, int64_t layer) {
@@ -77,7 +66,8 @@ const ExpertWorkspace::Stacked& ExpertWorkspace::stacked(const ModelWeights& wei
 
 at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                                            const at::Tensor& routing_weights) {
-#if DEEPINFER_CUDA_KERNELS
+  TORCH_CHECK(usable(weights, layer, x), "ExpertWorkspace::routed_partial: the grouped path cannot run layer ", layer, " on ", x.device(), " ",
+              x.scalar_type(), " (usable() is false)");
   const ModelConfig& c = weights.config();
   const ExpertRange& owned = weights.experts();
   const int64_t E = owned.size(), I = c.moe_intermediate_size, D = c.hidden_size, k = experts.size(1);
@@ -101,15 +91,9 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
       w13_ = at::empty({E, 2 * I, D}, x.options());
       w2_ = at::empty({E, D, I}, x.options());
     }
-    const c10::cuda::CUDAGuard guard(x.device());
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
-    const at::Tensor active13 = counts.repeat_interleave(2);
-    cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w13_packed.data_ptr<int64_t>()),
-                              reinterpret_cast<const uint64_t*>(t.w13_scale.data_ptr<int64_t>()), active13.data_ptr<int64_t>(), 2 * E, I,
-                              D, reinterpret_cast<uint16_t*>(w13_.data_ptr()), stream);
-    cuda::dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(t.w2_packed.data_ptr<int64_t>()),
-                              reinterpret_cast<const uint64_t*>(t.w2_scale.data_ptr<int64_t>()), counts.data_ptr<int64_t>(), E, D, I,
-                              reinterpret_cast<uint16_t*>(w2_.data_ptr()), stream);
+    at::Tensor w13_matrices = w13_.view({2 * E, I, D});  // expert e: w1 at 2e, w3 at 2e + 1 (the tables' order)
+    cuda::dequant_fp4_tables(t.w13_packed, t.w13_scale, counts.repeat_interleave(2), w13_matrices);
+    cuda::dequant_fp4_tables(t.w2_packed, t.w2_scale, counts, w2_);
     w13 = w13_;
     w2 = w2_;
   } else {
@@ -135,10 +119,6 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   at::Tensor per_pair = at::empty({flat.size(0), D}, f32);
   per_pair.index_copy_(0, order, at::where(valid, y.to(at::kFloat) * w, at::zeros({}, f32)));
   return per_pair.view({x.size(0), k, D}).sum(1);
-#else
-  (void)weights, (void)layer, (void)x, (void)experts, (void)routing_weights;
-  TORCH_CHECK(false, "ExpertWorkspace::routed_partial needs the CUDA build");
-#endif
 }
 
 }  // namespace deepinfer::model

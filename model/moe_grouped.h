@@ -26,20 +26,20 @@ class ExpertWorkspace {
  public:
   static constexpr int64_t kMaxStackedBytes = int64_t{2} << 30;
 
-  // Whether the grouped path can run for this layer and input: CUDA build with LibTorch >= 2.8,
+  // Whether the grouped path can run for this layer and input: CUDA kernels built (model/cuda/kernels.h), LibTorch >= 2.8,
   // x bfloat16 on CUDA, dimensions multiple of 32, packed FP4 experts or dense bfloat16 ones
   // within kMaxStackedBytes. (Without a workspace, moe_forward runs the loop.)
   bool usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:
-  // sum over the pairs whose expert this rank owns. Official numerics only (Numerics::kTransformers
-  // runs moe.cpp's loop, as transformers' eager experts do).
+  // sum over the pairs whose expert this rank owns; the official arithmetic's path
+  // (Arithmetic::routed_experts). Throws where usable() is false.
   at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                             const at::Tensor& routing_weights);
 
  private:
   struct LayerTables {
-    at::Tensor w13_packed, w13_scale;  // int64 [2E] device pointers: w1 of each expert, then w3
+    at::Tensor w13_packed, w13_scale;  // int64 [2E] device pointers: expert e's w1 at 2e, its w3 at 2e + 1
     at::Tensor w2_packed, w2_scale;    // int64 [E]
   };
   struct Stacked {

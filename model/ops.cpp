@@ -4,14 +4,9 @@
 
 namespace deepinfer::model {
 
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, Numerics numerics) {
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   const at::Tensor xf = x.to(at::kFloat);
   const at::Tensor inv = at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
-  if (numerics == Numerics::kTransformers) {
-    const at::ScalarType dt = x.scalar_type();
-    if (!weight.defined()) return x * inv.to(dt);
-    return weight.to(dt) * (xf * inv).to(dt);
-  }
   at::Tensor y = xf * inv;
   if (weight.defined()) y = y * weight.to(at::kFloat);
   return y.to(x.scalar_type());
@@ -58,9 +53,7 @@ RopeAngles Rope::angles(const at::Tensor& positions, at::ScalarType rounded_to) 
   return out;
 }
 
-at::Tensor Rope::apply(const at::Tensor& x, const at::Tensor& positions, bool inverse, Numerics numerics) const {
-  return angles(positions, numerics == Numerics::kTransformers ? x.scalar_type() : at::kFloat).apply(x, inverse);
-}
+at::Tensor Rope::apply(const at::Tensor& x, const at::Tensor& positions, bool inverse) const { return angles(positions).apply(x, inverse); }
 
 at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {
   const int64_t r = 2 * cos_.size(-2);
@@ -89,22 +82,13 @@ at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {
   return at::cat({x.narrow(-1, 0, dim - r), rotated}, -1);
 }
 
-at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit,
-                      Numerics numerics) {
-  at::Tensor gate, up;
-  if (numerics == Numerics::kTransformers) {  // a new [w1; w3] per call: fine for the reference mode
-    const at::Tensor gate_up = at::linear(x, at::cat({w1, w3}, 0));
-    gate = gate_up.narrow(-1, 0, w1.size(0));
-    up = gate_up.narrow(-1, w1.size(0), w3.size(0));
-  } else {
-    gate = at::linear(x, w1);
-    up = at::linear(x, w3);
-  }
-  if (limit > 0) {
-    gate = gate.clamp_max(limit);
-    up = up.clamp(-limit, limit);
-  }
-  return at::linear(at::silu(gate) * up, w2);
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit) {
+  return swiglu_down(at::linear(x, w1), at::linear(x, w3), w2, limit);
+}
+
+at::Tensor swiglu_down(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& w2, double limit) {
+  if (limit <= 0) return at::linear(at::silu(gate) * up, w2);
+  return at::linear(at::silu(gate.clamp_max(limit)) * up.clamp(-limit, limit), w2);
 }
 
 }  // namespace deepinfer::model

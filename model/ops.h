@@ -13,22 +13,6 @@
 
 namespace deepinfer::model {
 
-// Where a bfloat16 forward rounds to the model dtype. kOfficial (the default) follows the official
-// code: float32 mHC residual update, router and MoE combine, float32 compressor pooling, one
-// rounding per RMSNorm, float32 RoPE tables. kTransformers rounds where transformers 5.x
-// DeepseekV4ForCausalLM does (deepseek-v4.md §7.3; for comparing with it in bfloat16): the mHC
-// post / comb weights, the residual update, the router and routing weights, each expert's weighted
-// output and the shared-expert add, the compressor's pooling weights and sum, RMSNorm's normalized
-// value before the weight, RoPE cos / sin, and the attention scale in the model dtype; and it
-// computes as transformers does where the order of a sum decides the bits: attention as its eager
-// attention (one score matmul and one P.V over the keys its cache holds, attention.cpp), the
-// routed experts as its eager loop (one gate|up matmul per expert, the weighted outputs added in
-// the model dtype), ATen's Sinkhorn. With one sequence per forward, as transformers runs it, the
-// aim is the same bfloat16 computation bit for bit (tests/reference/compare_taps.py checks it
-// tensor by tensor). In float32 both modes give the same values, except that the mHC projection
-// normalizes before the matmul as transformers does (a ~1e-7 difference).
-enum class Numerics { kOfficial, kTransformers };
-
 // Sees named intermediate tensors of a forward ("layers.3.attn_out", ...), for comparing a run
 // with a reference layer by layer (tests/reference). Unset in production: the forward then
 // builds no names.
@@ -38,9 +22,8 @@ inline void observe(const Observer* observer, const std::string& name, const at:
 }
 
 // w * x * rsqrt(mean(x^2) + eps) over the last dim, computed in float32, returned in x's dtype.
-// An undefined weight means no weight. kTransformers: the normalized value is rounded to x's dtype
-// before the weight multiplies it (and without a weight the rsqrt factor is rounded).
-at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps, Numerics numerics = Numerics::kOfficial);
+// An undefined weight means no weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 
 // cos and sin of position * inv_freq for one set of positions, laid out for the interleaved
 // pairs, so one table serves every tensor roped at those positions (the layer's q, kv, indexer q
@@ -70,13 +53,11 @@ class Rope final {
   static Rope compress(const ModelConfig& config, at::Device device);
 
   // positions int64 of any shape -> the cos / sin table for them, float32, or rounded to
-  // `rounded_to` first (Numerics::kTransformers rounds them to the model dtype).
+  // `rounded_to` first (Arithmetic::rope_table_dtype).
   RopeAngles angles(const at::Tensor& positions, at::ScalarType rounded_to = at::kFloat) const;
   // x [..., dim]; positions int64 aligned with x's LEADING dims (x.shape[:k]; a size-1 dim
   // broadcasts, missing trailing dims broadcast), e.g. [T] or [T, 1] for x [T, H, dim].
-  // kTransformers: the table rounded to x's dtype.
-  at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false,
-                   Numerics numerics = Numerics::kOfficial) const;
+  at::Tensor apply(const at::Tensor& x, const at::Tensor& positions, bool inverse = false) const;
   const at::Tensor& inv_freq() const { return inv_freq_; }  // [rope_dim / 2] float32
   int64_t rope_dim() const { return 2 * inv_freq_.size(0); }
 
@@ -89,9 +70,9 @@ class Rope final {
 at::Tensor rope_inv_freq(int64_t rope_dim, double theta, const YarnScaling* yarn);
 
 // w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)); limit 0 = no clamp.
-// x [N, D], w1/w3 [I, D], w2 [D, I] -> [N, D] in x's dtype. kTransformers computes x w1^T and
-// x w3^T as one matmul with [w1; w3], as transformers' routed experts do (its gate_up_proj).
-at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit,
-                      Numerics numerics = Numerics::kOfficial);
+// x [N, D], w1/w3 [I, D], w2 [D, I] -> [N, D] in x's dtype.
+at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit);
+// The same from the projections: gate = x w1^T, up = x w3^T [N, I] -> [N, D].
+at::Tensor swiglu_down(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& w2, double limit);
 
 }  // namespace deepinfer::model

@@ -1,16 +1,11 @@
 #include "model/quant.h"
 
-#if DEEPINFER_CUDA_KERNELS
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-
-#include "model/cuda/fp4_dequant.h"
-#endif
-
 #include <array>
 #include <cmath>
 #include <limits>
 #include <vector>
+
+#include "model/cuda/kernels.h"
 
 namespace deepinfer::model {
 namespace {
@@ -170,22 +165,8 @@ at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale, at::Sc
               ") with block ", block, " needs scale ", at::IntArrayRef(expected), ", got ", scale.sizes());
   TORCH_CHECK(scale.device() == packed.device(), "dequant_fp4: packed on ", packed.device(), " but scale on ",
               scale.device());
-#if DEEPINFER_CUDA_KERNELS
-  // The CUDA kernel (model/cuda/fp4_dequant.h): same bits (NaN payloads aside), one pass
-  // instead of ~8 ATen ops.
-  if (packed.is_cuda() && out_dtype == at::kBFloat16 && block == kFp4Block && in % kFp4Block == 0 && packed.is_contiguous() &&
-      scale.is_contiguous() && reinterpret_cast<uintptr_t>(packed.data_ptr()) % 16 == 0) {
-    std::vector<int64_t> sizes = lead_sizes(packed);
-    sizes.push_back(packed.size(-2));
-    sizes.push_back(in);
-    at::Tensor out = at::empty(sizes, packed.options().dtype(at::kBFloat16));
-    if (out.numel() == 0) return out;
-    const c10::cuda::CUDAGuard guard(packed.device());
-    cuda::dequant_fp4_to_bf16_one(packed.data_ptr<uint8_t>(), scale.data_ptr<uint8_t>(), out.numel() / in, in,
-                                  reinterpret_cast<uint16_t*>(out.data_ptr()), c10::cuda::getCurrentCUDAStream().stream());
-    return out;
-  }
-#endif
+  // The CUDA kernel (model/cuda/kernels.h): same bits (NaN payloads aside), one pass instead of ~8 ATen ops.
+  if (cuda::dequant_fp4_supported(packed, scale, block, out_dtype)) return cuda::dequant_fp4(packed, scale);
   const at::Device device = packed.device();
   at::Tensor low = at::bitwise_and(packed, 0x0F);
   at::Tensor high = at::bitwise_right_shift(packed, 4);

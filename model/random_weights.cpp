@@ -1,12 +1,10 @@
 #include "model/random_weights.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#if DEEPINFER_CUDA_KERNELS
-#include <ATen/cuda/CUDAGeneratorImpl.h>
-#endif
 
 #include <cmath>
 
+#include "model/cuda/kernels.h"
 #include "model/quant.h"
 
 namespace deepinfer::model {
@@ -35,13 +33,7 @@ bool contains(std::string_view text, std::string_view part) { return text.find(p
 
 // The generator of one tensor: CPU (mt19937) or, on a CUDA device, the GPU's Philox generator.
 at::Generator make_generator(uint64_t seed, at::Device device) {
-#if DEEPINFER_CUDA_KERNELS
-  if (device.is_cuda()) {
-    at::Generator gen = at::make_generator<at::CUDAGeneratorImpl>(device.index());
-    gen.set_current_seed(seed);
-    return gen;
-  }
-#endif
+  if (device.is_cuda() && cuda::built()) return cuda::make_generator(seed, device);
   TORCH_CHECK(device.is_cpu(), "random_tensor: drawing on ", device, " needs the CUDA build");
   return at::detail::createCPUGenerator(seed);
 }

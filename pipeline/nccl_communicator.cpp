@@ -8,16 +8,12 @@
 #include <stdexcept>
 #include <string>
 
-#if DEEPINFER_NCCL
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <nccl.h>
-#endif
 
 namespace deepinfer::pipeline {
-
-#if DEEPINFER_NCCL
 namespace {
 
 void check_nccl(ncclResult_t result, const char* what) {
@@ -141,17 +137,5 @@ bool nccl_available() { return true; }
 std::unique_ptr<model::ExpertCommunicator> make_nccl_communicator(at::Device device) {
   return std::make_unique<NcclCommunicator>(device);
 }
-
-#else
-
-void select_cuda_device(at::Device) {}
-
-bool nccl_available() { return false; }
-
-std::unique_ptr<model::ExpertCommunicator> make_nccl_communicator(at::Device device) {
-  throw std::runtime_error("multi-rank runs on " + device.str() + " need the NCCL backend: build with -DDEEPINFER_CUDA=ON");
-}
-
-#endif
 
 }  // namespace deepinfer::pipeline

@@ -1,9 +1,7 @@
 #include "engine/cuda/gumbel_noise.h"
 
-#include <stdexcept>
-#include <string>
 
-#include "engine/sampler_noise_math.h"
+#include "engine/cuda/noise_math.h"
 
 namespace deepinfer::engine::cuda {
 namespace {
@@ -21,14 +19,13 @@ __global__ void gumbel_noise_kernel(const int64_t* keys, int64_t vocab, float* o
 
 }  // namespace
 
-void gumbel_noise(const int64_t* keys, int64_t rows, int64_t vocab, float* out, cudaStream_t stream) {
-  if (rows <= 0 || vocab <= 0) return;
-  if (rows > 65535) throw std::invalid_argument("gumbel_noise: " + std::to_string(rows) + " rows, at most 65535");
+cudaError_t gumbel_noise(const int64_t* keys, int64_t rows, int64_t vocab, float* out, cudaStream_t stream) {
+  if (rows > kMaxRows) return cudaErrorInvalidValue;
+  if (rows <= 0 || vocab <= 0) return cudaSuccess;
   const int64_t blocks = (vocab + kThreads - 1) / kThreads;
   const dim3 grid(static_cast<unsigned>(blocks < 1024 ? blocks : 1024), static_cast<unsigned>(rows));
   gumbel_noise_kernel<<<grid, kThreads, 0, stream>>>(keys, vocab, out);
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) throw std::runtime_error(std::string("gumbel_noise: ") + cudaGetErrorString(error));
+  return cudaGetLastError();
 }
 
 }  // namespace deepinfer::engine::cuda

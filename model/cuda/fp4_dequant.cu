@@ -2,8 +2,6 @@
 
 #include <cuda_bf16.h>
 
-#include <stdexcept>
-#include <string>
 
 namespace deepinfer::model::cuda {
 namespace {
@@ -64,17 +62,7 @@ __global__ void dequant_one_kernel(const uint8_t* packed, const uint8_t* scale, 
   }
 }
 
-void check_shape(int64_t rows, int64_t cols) {
-  if (rows <= 0 || cols <= 0 || cols % kBlock != 0) {
-    throw std::invalid_argument("dequant_fp4_to_bf16: rows " + std::to_string(rows) + ", cols " + std::to_string(cols) +
-                                ": cols must be a positive multiple of 32");
-  }
-}
-
-void check_launch(const char* what) {
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(error));
-}
+bool valid_shape(int64_t rows, int64_t cols) { return rows > 0 && cols > 0 && cols % kBlock == 0; }
 
 unsigned grid_for(int64_t blocks) {
   const int64_t grid = (blocks + kThreads - 1) / kThreads;
@@ -83,22 +71,22 @@ unsigned grid_for(int64_t blocks) {
 
 }  // namespace
 
-void dequant_fp4_to_bf16(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active, int64_t count,
-                         int64_t rows, int64_t cols, uint16_t* out, cudaStream_t stream) {
-  check_shape(rows, cols);
-  if (count <= 0) return;
+cudaError_t dequant_fp4_to_bf16(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active, int64_t count,
+                                int64_t rows, int64_t cols, uint16_t* out, cudaStream_t stream) {
+  if (!valid_shape(rows, cols) || count > 65535) return cudaErrorInvalidValue;
+  if (count <= 0) return cudaSuccess;
   const int64_t blocks = rows * cols / kBlock;
   const dim3 grid(grid_for(blocks), static_cast<unsigned>(count));
   dequant_table_kernel<<<grid, kThreads, 0, stream>>>(packed_table, scale_table, active, blocks, rows * cols, out);
-  check_launch("dequant_fp4_to_bf16");
+  return cudaGetLastError();
 }
 
-void dequant_fp4_to_bf16_one(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, uint16_t* out,
-                             cudaStream_t stream) {
-  check_shape(rows, cols);
+cudaError_t dequant_fp4_to_bf16_one(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, uint16_t* out,
+                                    cudaStream_t stream) {
+  if (!valid_shape(rows, cols)) return cudaErrorInvalidValue;
   const int64_t blocks = rows * cols / kBlock;
   dequant_one_kernel<<<grid_for(blocks), kThreads, 0, stream>>>(packed, scale, blocks, out);
-  check_launch("dequant_fp4_to_bf16_one");
+  return cudaGetLastError();
 }
 
 }  // namespace deepinfer::model::cuda

@@ -18,11 +18,12 @@ namespace deepinfer::model::cuda {
 // Dequantizes `count` matrices of equal shape. packed_table / scale_table: device arrays of
 // `count` device pointers. Matrix m goes to out + m * rows * cols (bfloat16 elements, as
 // uint16_t). When active (device, int64 [count]) is given, matrices whose entry is 0 are skipped.
-void dequant_fp4_to_bf16(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active, int64_t count,
-                         int64_t rows, int64_t cols, uint16_t* out, cudaStream_t stream);
+// cudaErrorInvalidValue for a shape outside the layout above or count > 65535; else the launch's error.
+cudaError_t dequant_fp4_to_bf16(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active, int64_t count,
+                                int64_t rows, int64_t cols, uint16_t* out, cudaStream_t stream);
 
 // One matrix, pointers given directly.
-void dequant_fp4_to_bf16_one(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, uint16_t* out,
-                             cudaStream_t stream);
+cudaError_t dequant_fp4_to_bf16_one(const uint8_t* packed, const uint8_t* scale, int64_t rows, int64_t cols, uint16_t* out,
+                                    cudaStream_t stream);
 
 }  // namespace deepinfer::model::cuda

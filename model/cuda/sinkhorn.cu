@@ -1,7 +1,5 @@
 #include "model/cuda/sinkhorn.h"
 
-#include <stdexcept>
-#include <string>
 
 namespace deepinfer::model::cuda {
 namespace {
@@ -56,17 +54,17 @@ void launch(const float* logits, float* out, int64_t tokens, int iters, float ep
 
 }  // namespace
 
-void sinkhorn(const float* logits, float* out, int64_t tokens, int n, int iters, float eps, cudaStream_t stream) {
-  if (tokens <= 0) return;
+cudaError_t sinkhorn(const float* logits, float* out, int64_t tokens, int n, int iters, float eps, cudaStream_t stream) {
+  if (iters < 1) return cudaErrorInvalidValue;
+  if (tokens <= 0) return cudaSuccess;
   switch (n) {
     case 1: launch<1>(logits, out, tokens, iters, eps, stream); break;
     case 2: launch<2>(logits, out, tokens, iters, eps, stream); break;
     case 4: launch<4>(logits, out, tokens, iters, eps, stream); break;
     case 8: launch<8>(logits, out, tokens, iters, eps, stream); break;
-    default: throw std::invalid_argument("sinkhorn: hc_mult " + std::to_string(n) + " is not 1, 2, 4 or 8");
+    default: return cudaErrorInvalidValue;
   }
-  const cudaError_t error = cudaGetLastError();
-  if (error != cudaSuccess) throw std::runtime_error(std::string("sinkhorn: ") + cudaGetErrorString(error));
+  return cudaGetLastError();
 }
 
 }  // namespace deepinfer::model::cuda

@@ -13,6 +13,7 @@ inline constexpr int kSinkhornMaxN = 8;
 
 // logits, out: float32 [tokens, n, n] contiguous (may alias). Per token: softmax over the last
 // dim + eps, divide by column sums + eps, then (iters - 1) times rows then columns.
-void sinkhorn(const float* logits, float* out, int64_t tokens, int n, int iters, float eps, cudaStream_t stream);
+// cudaErrorInvalidValue unless n is 1, 2, 4 or 8 and iters >= 1; else the launch's error.
+cudaError_t sinkhorn(const float* logits, float* out, int64_t tokens, int n, int iters, float eps, cudaStream_t stream);
 
 }  // namespace deepinfer::model::cuda

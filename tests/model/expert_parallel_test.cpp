@@ -76,16 +76,16 @@ TEST(ExpertParallel, TwoRanksMatchOneRankIncludingAnEmptyRank) {
     const at::Tensor ids0 = at::randint(config.vocab_size, {13}, gen), ids1 = at::randint(config.vocab_size, {rows1}, gen);
     for (int64_t layer : {int64_t{0}, int64_t{4}}) {  // hash-routed and score-routed
       SingleRankCommunicator single;
-      const at::Tensor want0 = moe_forward(full, layer, x0, ids0, single);
-      const at::Tensor want1 = moe_forward(full, layer, x1, ids1, single);
+      const at::Tensor want0 = moe_forward(full, layer, x0, ids0, single, Arithmetic::official());
+      const at::Tensor want1 = moe_forward(full, layer, x1, ids1, single, Arithmetic::official());
       ThreadCommunicator::World world(2);
       at::Tensor got0, got1;
       std::thread rank1([&] {
         ThreadCommunicator comm(world, 1);
-        got1 = moe_forward(half1, layer, x1, ids1, comm);
+        got1 = moe_forward(half1, layer, x1, ids1, comm, Arithmetic::official());
       });
       ThreadCommunicator comm0(world, 0);
-      got0 = moe_forward(half0, layer, x0, ids0, comm0);
+      got0 = moe_forward(half0, layer, x0, ids0, comm0, Arithmetic::official());
       rank1.join();
       EXPECT_LT((got0 - want0).abs().max().item<double>(), 1e-5) << "layer " << layer << " rows1 " << rows1;
       ASSERT_EQ(got1.size(0), rows1);

@@ -28,7 +28,7 @@ std::string source_dir() {
 
 struct Fixture {
   explicit Fixture(const ModelConfig& config, uint64_t seed = 7)
-      : weights(random_weights(config, kF32, seed, at::kCPU)), model(weights, comm, model_options(Numerics::kOfficial, /*query_tile=*/64)) {}
+      : weights(random_weights(config, kF32, seed, at::kCPU)), model(weights, comm, model_options(Arithmetic::official(), /*query_tile=*/64)) {}
   ModelCache cache(int64_t blocks, int64_t slots) const {
     return ModelCache(weights.config(), ModelCache::Options{blocks, slots, at::kFloat, at::kCPU});
   }

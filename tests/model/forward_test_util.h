@@ -46,12 +46,12 @@ inline std::vector<std::vector<int32_t>> shuffled_blocks(const std::vector<int64
   return out;
 }
 
-// Model options for the tests: numerics, attention query tile, observer.
-inline DeepseekV4Model::Options model_options(Numerics numerics = Numerics::kOfficial, int64_t query_tile = AttentionOptions{}.query_tile,
-                                              Observer observer = {}) {
+// Model options for the tests: arithmetic (arithmetic.h), attention query tile, observer.
+inline DeepseekV4Model::Options model_options(const Arithmetic& arithmetic = Arithmetic::official(),
+                                              int64_t query_tile = AttentionOptions{}.query_tile, Observer observer = {}) {
   DeepseekV4Model::Options options;
   options.attention.query_tile = query_tile;
-  options.numerics = numerics;
+  options.arithmetic = &arithmetic;
   options.observer = std::move(observer);
   return options;
 }

@@ -42,10 +42,10 @@ TEST(MoeCuda, GroupedMatchesLoop) {
         if (tokens > 0) {
           ASSERT_TRUE(workspace.usable(weights, layer, x)) << "the grouped path should apply (CUDA build, LibTorch >= 2.8)";
         }
-        const at::Tensor grouped = moe_forward(weights, layer, x, ids, comm, &workspace).to(at::kFloat).cpu();
+        const at::Tensor grouped = moe_forward(weights, layer, x, ids, comm, Arithmetic::official(), &workspace).to(at::kFloat).cpu();
         // A token's k contributions are summed in a fixed order: a second run gives the same bits.
-        EXPECT_TRUE(at::equal(grouped, moe_forward(weights, layer, x, ids, comm, &workspace).to(at::kFloat).cpu()));
-        const at::Tensor loop = moe_forward(weights, layer, x, ids, comm).to(at::kFloat).cpu();
+        EXPECT_TRUE(at::equal(grouped, moe_forward(weights, layer, x, ids, comm, Arithmetic::official(), &workspace).to(at::kFloat).cpu()));
+        const at::Tensor loop = moe_forward(weights, layer, x, ids, comm, Arithmetic::official()).to(at::kFloat).cpu();
         ASSERT_EQ(grouped.sizes(), loop.sizes());
         if (tokens == 0) continue;
         const double diff = (grouped - loop).abs().max().item<double>();

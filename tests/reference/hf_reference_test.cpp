@@ -24,6 +24,7 @@
 #include "model/expert_parallel.h"
 #include "model/forward_batch.h"
 #include "model/model_cache.h"
+#include "model/reference/transformers_arithmetic.h"
 #include "tests/model/forward_test_util.h"
 
 namespace deepinfer::model {
@@ -72,11 +73,11 @@ std::vector<int64_t> iota(int64_t begin, int64_t end) {
 
 class Runner final {
  public:
-  Runner(const ModelWeights& weights, at::ScalarType dtype, at::Device device, Numerics numerics, Observer observer = {})
+  Runner(const ModelWeights& weights, at::ScalarType dtype, at::Device device, const Arithmetic& arith, Observer observer = {})
       : weights_(weights),
         dtype_(dtype),
         device_(device),
-        model_(weights, comm_, testing::model_options(numerics, AttentionOptions{}.query_tile, std::move(observer))) {}
+        model_(weights, comm_, testing::model_options(arith, AttentionOptions{}.query_tile, std::move(observer))) {}
 
   // One prompt alone in one forward, as transformers' use_cache=False call runs it.
   at::Tensor oneshot(const Prompt& p) { return batched_oneshot({p}).front(); }
@@ -156,11 +157,12 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
   ASSERT_TRUE(ours.empty() || ours == "float32" || ours == "bfloat16") << "DEEPINFER_HF_OURS_DTYPE=" << ours;
   const at::ScalarType dtype = ours.empty() ? (fp32 ? at::kFloat : at::kBFloat16) : (ours == "float32" ? at::kFloat : at::kBFloat16);
   const double tolerance = dtype == at::kFloat ? 1e-3 : 0.05;
-  // DEEPINFER_HF_OURS_NUMERICS=transformers rounds where transformers does (model/ops.h Numerics).
+  // DEEPINFER_HF_OURS_NUMERICS=transformers runs ours with the transformers arithmetic (rounding and
+  // summing where transformers does, model/reference/transformers_arithmetic.h): the one switch.
   const std::string numerics_name = env("DEEPINFER_HF_OURS_NUMERICS");
   ASSERT_TRUE(numerics_name.empty() || numerics_name == "official" || numerics_name == "transformers")
       << "DEEPINFER_HF_OURS_NUMERICS=" << numerics_name;
-  const Numerics numerics = numerics_name == "transformers" ? Numerics::kTransformers : Numerics::kOfficial;
+  const Arithmetic& arith = numerics_name == "transformers" ? reference::transformers_arithmetic() : Arithmetic::official();
   const bool cuda = at::hasCUDA() && env("DEEPINFER_HF_DEVICE") != "cpu";
   const at::Device device = cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 
@@ -171,7 +173,7 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
             << reference << " (" << meta.at("dtype") << ", transformers "
             << (meta.count("transformers") ? meta.at("transformers") : "?") << ", HF one-shot vs chunked "
             << (meta.count("hf_internal_max_diff") ? meta.at("hf_internal_max_diff") : "?") << "); ours on "
-            << (cuda ? "CUDA" : "CPU") << ", numerics " << (numerics == Numerics::kTransformers ? "transformers" : "official") << std::endl;
+            << (cuda ? "CUDA" : "CPU") << ", numerics " << (numerics_name == "transformers" ? "transformers" : "official") << std::endl;
 
   std::vector<Prompt> prompts;
   const int64_t n = std::stoll(meta.at("num_prompts"));
@@ -188,7 +190,7 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
   const std::string taps_out = env("DEEPINFER_HF_TAPS_OUT");
   if (!taps_out.empty()) {
     io::SafetensorsWriter writer;  // add() copies the bytes
-    Runner tapped(weights, dtype, device, numerics, [&](const std::string& name, const at::Tensor& value) {
+    Runner tapped(weights, dtype, device, arith, [&](const std::string& name, const at::Tensor& value) {
       const at::Tensor t = value.detach().to(at::kCPU, at::kFloat).contiguous();
       writer.add(name, io::DType::kF32, std::vector<int64_t>(t.sizes().begin(), t.sizes().end()), t.data_ptr(), t.nbytes());
     });
@@ -205,7 +207,7 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
   // prompt in one batch, and ours chunked against transformers' one-shot; in float32 they are
   // gated too, in bfloat16 reported next to transformers' own one-shot vs chunked difference
   // (a different matmul shape rounds differently in bfloat16, in transformers as in ours).
-  Runner runner(weights, dtype, device, numerics);
+  Runner runner(weights, dtype, device, arith);
   const std::vector<at::Tensor> batched = runner.batched_oneshot(prompts);
   const double cross_tolerance = dtype == at::kFloat ? tolerance : std::numeric_limits<double>::infinity();
   double worst = 0, worst_other = 0, hf_self = 0;

@@ -14,7 +14,7 @@
 #                                       bf16 rounding difference. On tiny.json such flips make
 #                                       transformers' own bf16 one-shot and chunked logits differ
 #                                       by ~1-2; the HF-bf16-vs-HF-fp32 line shows the same.
-# Which of our forwards the bfloat16 gate measures: ours with Numerics::kTransformers (model/ops.h:
+# Which of our forwards the bfloat16 gate measures: ours with the transformers arithmetic (model/reference/transformers_arithmetic.h:
 # rounding and summing where transformers does), because two bf16 forwards that round in different
 # places differ by their independent rounding errors (transformers' own bf16 one-shot and chunked
 # runs differ by 0.06). Ours as it runs by default (official numerics) is reported in bf16, against
@@ -87,7 +87,7 @@ for config_name in ${DEEPINFER_HF_CONFIGS:-tiny-bf16 tiny}; do
     if [[ $config_name == tiny ]]; then bf16_gate=reported; else bf16_gate=gated; fi
     [[ -f $fp32 ]] && compare "${tag}_fp32" gated "$fp32" "$ckpt"
     [[ -f $bf16 ]] && compare "${tag}_bf16" reported "$bf16" "$ckpt"
-    # Ours rounding and summing where transformers does (model/ops.h Numerics::kTransformers).
+    # Ours rounding and summing where transformers does (model/reference/transformers_arithmetic.h).
     [[ -f $bf16 ]] && compare "${tag}_bf16-transformers-numerics" $bf16_gate "$bf16" "$ckpt" DEEPINFER_HF_OURS_NUMERICS=transformers
     [[ -f $fp32 ]] && compare "${tag}_fp32-transformers-numerics" gated "$fp32" "$ckpt" DEEPINFER_HF_OURS_NUMERICS=transformers
     [[ -f $fp32 ]] && compare "${tag}_ours-bf16-vs-hf-fp32" reported "$fp32" "$ckpt" DEEPINFER_HF_OURS_DTYPE=bfloat16

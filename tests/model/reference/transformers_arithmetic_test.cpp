@@ -1,7 +1,7 @@
-// Numerics::kTransformers (model/ops.h): rounding where transformers' bfloat16 forward rounds,
-// for comparing with it (tests/reference/run_hf_reference.sh). In float32 it is the official
-// forward up to the order of the mHC projection; in bfloat16 it rounds at other points, and its
-// chunked / decode run still tracks its one-shot run. CPU.
+// The transformers arithmetic (model/reference/transformers_arithmetic.h): rounding where
+// transformers' bfloat16 forward rounds, for comparing with it (tests/reference/run_hf_reference.sh).
+// In float32 it is the official forward up to the order of the mHC projection; in bfloat16 it
+// rounds at other points, and its chunked / decode run still tracks its one-shot run. CPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "model/hyper_connection.h"
 #include "model/ops.h"
 #include "model/random_weights.h"
+#include "model/reference/transformers_arithmetic.h"
 #include "tests/model/forward_test_util.h"
 
 namespace deepinfer::model::testing {
@@ -25,43 +26,46 @@ std::string source_dir() {
   return dir != nullptr ? dir : ".";
 }
 
+const Arithmetic& official_arith() { return Arithmetic::official(); }
+const Arithmetic& transformers_arith() { return reference::transformers_arithmetic(); }
+
 bool same_bits(const at::Tensor& a, const at::Tensor& b) {
   const at::ScalarType bits = a.element_size() == 4 ? at::kInt : at::kShort;
   return a.sizes() == b.sizes() && at::equal(a.contiguous().view(bits), b.contiguous().view(bits));
 }
 
-TEST(Numerics, RmsNormRoundsTheNormalizedValueBeforeTheWeight) {
+TEST(TransformersArithmetic, RmsNormRoundsTheNormalizedValueBeforeTheWeight) {
   at::manual_seed(5);
   const at::Tensor x = at::randn({9, 64}).to(at::kBFloat16), w = (at::rand({64}) + 0.5).to(at::kBFloat16);
   const at::Tensor xf = x.to(at::kFloat), inv = at::rsqrt(xf.pow(2).mean(-1, true) + 1e-6);
-  EXPECT_TRUE(same_bits(rms_norm(x, w, 1e-6, Numerics::kTransformers), w * (xf * inv).to(at::kBFloat16)));
-  EXPECT_TRUE(same_bits(rms_norm(x, at::Tensor(), 1e-6, Numerics::kTransformers), x * inv.to(at::kBFloat16)));
+  EXPECT_TRUE(same_bits(transformers_arith().rms_norm(x, w, 1e-6), w * (xf * inv).to(at::kBFloat16)));
+  EXPECT_TRUE(same_bits(transformers_arith().rms_norm(x, at::Tensor(), 1e-6), x * inv.to(at::kBFloat16)));
   EXPECT_TRUE(same_bits(rms_norm(x, w, 1e-6), (xf * inv * w.to(at::kFloat)).to(at::kBFloat16)));
-  EXPECT_FALSE(same_bits(rms_norm(x, w, 1e-6, Numerics::kTransformers), rms_norm(x, w, 1e-6)));  // the switch does something
+  EXPECT_FALSE(same_bits(transformers_arith().rms_norm(x, w, 1e-6), rms_norm(x, w, 1e-6)));  // the two differ
   // float32: the same bits either way.
   const at::Tensor x32 = at::randn({9, 64}), w32 = at::rand({64}) + 0.5;
-  EXPECT_TRUE(same_bits(rms_norm(x32, w32, 1e-6, Numerics::kTransformers), rms_norm(x32, w32, 1e-6)));
-  EXPECT_TRUE(same_bits(rms_norm(x32, at::Tensor(), 1e-6, Numerics::kTransformers), rms_norm(x32, at::Tensor(), 1e-6)));
+  EXPECT_TRUE(same_bits(transformers_arith().rms_norm(x32, w32, 1e-6), rms_norm(x32, w32, 1e-6)));
+  EXPECT_TRUE(same_bits(transformers_arith().rms_norm(x32, at::Tensor(), 1e-6), rms_norm(x32, at::Tensor(), 1e-6)));
 }
 
-TEST(Numerics, HcExpandMixesInTheStreamsDtype) {
+TEST(TransformersArithmetic, HcExpandMixesInTheStreamsDtype) {
   at::manual_seed(6);
   const int64_t T = 5, n = 4, D = 32;
   HcMix mix{at::rand({T, n}), at::rand({T, n}) * 2, at::softmax(at::randn({T, n, n}), -1)};
   const at::Tensor streams = at::randn({T, n, D}), y = at::randn({T, D});
-  EXPECT_TRUE(same_bits(hc_expand(streams, y, mix, Numerics::kTransformers), hc_expand(streams, y, mix)));  // float32
+  EXPECT_TRUE(same_bits(transformers_arith().hc_expand(streams, y, mix), hc_expand(streams, y, mix)));  // float32
   const at::Tensor s16 = streams.to(at::kBFloat16), y16 = y.to(at::kBFloat16);
   const at::Tensor want = mix.post.to(at::kBFloat16).unsqueeze(-1) * y16.unsqueeze(1) + at::bmm(mix.comb.to(at::kBFloat16).transpose(1, 2), s16);
-  EXPECT_TRUE(same_bits(hc_expand(s16, y16, mix, Numerics::kTransformers), want));
+  EXPECT_TRUE(same_bits(transformers_arith().hc_expand(s16, y16, mix), want));
 }
 
 // Runs one 300-token sequence one-shot or chunked (37 | 100 | 130, then decode) -> logits [300, V].
-at::Tensor run_tiny(const ModelConfig& config, io::DType weights_dtype, at::ScalarType dtype, Numerics numerics, bool incremental) {
+at::Tensor run_tiny(const ModelConfig& config, io::DType weights_dtype, at::ScalarType dtype, const Arithmetic& arith, bool incremental) {
   constexpr int64_t kBlocks = 8;
   const std::vector<SeqPlan> plans{{random_tokens(300, config.vocab_size, 41), {37, 100, 130}, 2, shuffled_blocks({3}, kBlocks, 4)[0]}};
   SingleRankCommunicator comm;
   const ModelWeights weights = random_weights(config, WeightFormat{weights_dtype, false, false}, /*seed=*/21, at::kCPU);
-  const DeepseekV4Model model(weights, comm, model_options(numerics));
+  const DeepseekV4Model model(weights, comm, model_options(arith));
   ModelCache cache(config, ModelCache::Options{kBlocks, 4, dtype, at::kCPU});
   return (incremental ? run_incremental(model, plans, cache) : run_one_shot(model, plans, cache))[0];
 }
@@ -70,12 +74,12 @@ double max_diff(const at::Tensor& a, const at::Tensor& b) { return (a.to(at::kDo
 
 // float32, tiny.json (score- and hash-routed layers, CSA and HCA): the same logits up to the mHC
 // projection's order, one-shot and chunked.
-TEST(Numerics, TransformersRoundingIsTheOfficialForwardInFloat32) {
+TEST(TransformersArithmetic, TransformersRoundingIsTheOfficialForwardInFloat32) {
   const ModelConfig config = load_model_config(source_dir() + "/configs/models/tiny.json");
-  const at::Tensor official = run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kOfficial, false);
-  const double one_shot = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kTransformers, false));
-  const double chunked = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kTransformers, true));
-  std::printf("[numerics] tiny float32, official vs transformers rounding: one-shot %.3g, chunked %.3g (max |logit| %.3g)\n", one_shot,
+  const at::Tensor official = run_tiny(config, io::DType::kF32, at::kFloat, official_arith(), false);
+  const double one_shot = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, transformers_arith(), false));
+  const double chunked = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, transformers_arith(), true));
+  std::printf("[transformers arithmetic] tiny float32, official vs transformers rounding: one-shot %.3g, chunked %.3g (max |logit| %.3g)\n", one_shot,
               chunked, official.abs().max().item<double>());
   EXPECT_LT(one_shot, 1e-4);
   EXPECT_LT(chunked, 1e-4);
@@ -83,8 +87,8 @@ TEST(Numerics, TransformersRoundingIsTheOfficialForwardInFloat32) {
 
 // float32, several sequences stepped together: the official forward's logits. Decode steps group
 // several sequences at different positions (multi-token runs form groups of one), so
-// kTransformers' attention pads the keys each one's cache would hold.
-TEST(Numerics, TransformersAttentionBatchesSequencesAtDifferentPositions) {
+// the transformers arithmetic's attention pads the keys each one's cache would hold.
+TEST(TransformersArithmetic, TransformersAttentionBatchesSequencesAtDifferentPositions) {
   const ModelConfig config = load_model_config(source_dir() + "/configs/models/tiny.json");
   constexpr int64_t kBlocks = 16;
   const auto blocks = shuffled_blocks({3, 3, 2, 1}, kBlocks, 9);
@@ -95,28 +99,28 @@ TEST(Numerics, TransformersAttentionBatchesSequencesAtDifferentPositions) {
   SingleRankCommunicator comm;
   const ModelWeights weights = random_weights(config, WeightFormat{io::DType::kF32, false, false}, /*seed=*/25, at::kCPU);
   std::vector<std::vector<at::Tensor>> logits;
-  for (Numerics numerics : {Numerics::kOfficial, Numerics::kTransformers}) {
-    const DeepseekV4Model model(weights, comm, model_options(numerics));
+  for (const Arithmetic* arith : {&official_arith(), &transformers_arith()}) {
+    const DeepseekV4Model model(weights, comm, model_options(*arith));
     ModelCache cache(config, ModelCache::Options{kBlocks, 5, at::kFloat, at::kCPU});
     logits.push_back(run_incremental(model, plans, cache));
   }
   const double diff = max_abs_diff(logits[0], logits[1]);
-  std::printf("[numerics] tiny float32, 4 sequences stepped together, official vs transformers numerics: %.3g\n", diff);
+  std::printf("[transformers arithmetic] tiny float32, 4 sequences stepped together, official vs transformers arithmetic: %.3g\n", diff);
   EXPECT_LT(diff, 1e-4);
 }
 
 // bfloat16, tests/reference/tiny-bf16.json (no discrete choice that a rounding difference can
 // flip): transformers rounding differs from official rounding, stays as close to float32 as
 // rounding allows, and its chunked run tracks its one-shot run.
-TEST(Numerics, TransformersRoundingInBfloat16) {
+TEST(TransformersArithmetic, TransformersRoundingInBfloat16) {
   const ModelConfig config = load_model_config(source_dir() + "/tests/reference/tiny-bf16.json");
-  const at::Tensor exact = run_tiny(config, io::DType::kF32, at::kFloat, Numerics::kOfficial, false);
-  const at::Tensor official = run_tiny(config, io::DType::kBF16, at::kBFloat16, Numerics::kOfficial, false);
-  const at::Tensor transformers = run_tiny(config, io::DType::kBF16, at::kBFloat16, Numerics::kTransformers, false);
-  const at::Tensor chunked = run_tiny(config, io::DType::kBF16, at::kBFloat16, Numerics::kTransformers, true);
+  const at::Tensor exact = run_tiny(config, io::DType::kF32, at::kFloat, official_arith(), false);
+  const at::Tensor official = run_tiny(config, io::DType::kBF16, at::kBFloat16, official_arith(), false);
+  const at::Tensor transformers = run_tiny(config, io::DType::kBF16, at::kBFloat16, transformers_arith(), false);
+  const at::Tensor chunked = run_tiny(config, io::DType::kBF16, at::kBFloat16, transformers_arith(), true);
   const double between = max_diff(official, transformers), from_exact = max_diff(transformers, exact);
   const double official_from_exact = max_diff(official, exact), chunk = max_diff(transformers, chunked);
-  std::printf("[numerics] tiny-bf16 bfloat16: official vs transformers rounding %.3g; from float32: official %.3g, transformers %.3g; "
+  std::printf("[transformers arithmetic] tiny-bf16 bfloat16: official vs transformers rounding %.3g; from float32: official %.3g, transformers %.3g; "
               "transformers chunked vs one-shot %.3g (max |logit| %.3g)\n",
               between, official_from_exact, from_exact, chunk, exact.abs().max().item<double>());
   EXPECT_GT(between, 0.0);
@@ -135,7 +139,7 @@ TEST(Observer, SeesEveryStageInOrderAndChangesNothing) {
   std::map<std::string, std::vector<int64_t>> shapes;
   at::Tensor hidden;
   const DeepseekV4Model plain(weights, comm, model_options());
-  const DeepseekV4Model watched(weights, comm, model_options(Numerics::kOfficial, AttentionOptions{}.query_tile, [&](const std::string& name, const at::Tensor& value) {
+  const DeepseekV4Model watched(weights, comm, model_options(official_arith(), AttentionOptions{}.query_tile, [&](const std::string& name, const at::Tensor& value) {
                                   names.push_back(name);
                                   shapes[name] = std::vector<int64_t>(value.sizes().begin(), value.sizes().end());
                                   if (name == "hidden") hidden = value.clone();

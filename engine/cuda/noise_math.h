@@ -1,5 +1,5 @@
 #pragma once
-// The scalar noise math of sampler_noise.h as inline host/device functions: one source for the
+// The scalar noise math of engine/sampler_noise.h as inline host/device functions: one source for the
 // CPU reference (sampler_noise.cpp) and the fused CUDA kernel (engine/cuda/gumbel_noise.cu).
 // Both are compiled without fused multiply-add (-ffp-contract=off on the host, --fmad=false in
 // nvcc), so every float operation rounds once and the bits agree. The polynomial coefficients

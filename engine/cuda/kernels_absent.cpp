@@ -1,0 +1,10 @@
+// The CPU build's engine/cuda/kernels.h: no kernels (a CPU LibTorch makes no CUDA tensors).
+#include "engine/cuda/kernels.h"
+
+namespace deepinfer::engine::cuda {
+
+bool gumbel_noise_supported(const at::Tensor&) { return false; }
+
+at::Tensor gumbel_noise(const at::Tensor&, int64_t) { TORCH_CHECK(false, "cuda::gumbel_noise needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)"); }
+
+}  // namespace deepinfer::engine::cuda

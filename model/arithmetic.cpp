@@ -1,0 +1,61 @@
+#include "model/arithmetic.h"
+
+#include <cmath>
+
+#include "model/attention_group.h"
+#include "model/hyper_connection.h"
+#include "model/moe.h"
+#include "model/moe_grouped.h"
+#include "model/ops.h"
+
+namespace deepinfer::model {
+
+const Arithmetic& Arithmetic::official() {
+  static const Arithmetic instance;
+  return instance;
+}
+
+at::Tensor Arithmetic::rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const { return model::rms_norm(x, weight, eps); }
+
+at::ScalarType Arithmetic::rope_table_dtype(at::ScalarType) const { return at::kFloat; }
+
+at::Tensor Arithmetic::hc_projection(const at::Tensor& streams, const at::Tensor& fn, double eps) const {
+  const at::Tensor flat = streams.flatten(1).to(at::kFloat);  // [T, n D]
+  const at::Tensor inv_rms = at::rsqrt(flat.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return at::linear(flat, fn) * inv_rms;  // the projection scaled, as the official code does
+}
+
+at::Tensor Arithmetic::sinkhorn(const at::Tensor& logits, int64_t iters, double eps) const { return model::sinkhorn(logits, iters, eps); }
+
+at::Tensor Arithmetic::hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix) const {
+  return model::hc_expand(streams, y, mix);
+}
+
+at::ScalarType Arithmetic::router_dtype(at::ScalarType) const { return at::kFloat; }
+
+at::Tensor Arithmetic::routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                      const at::Tensor& routing_weights, ExpertWorkspace* workspace) const {
+  if (workspace != nullptr && workspace->usable(weights, layer, x)) return workspace->routed_partial(weights, layer, x, experts, routing_weights);
+  return routed_experts_loop(weights, layer, x, experts, routing_weights);
+}
+
+at::ScalarType Arithmetic::moe_sum_dtype(at::ScalarType) const { return at::kFloat; }
+
+at::Tensor Arithmetic::pool_windows(const at::Tensor& kv, const at::Tensor& score, at::ScalarType) const {
+  return (at::softmax(score, 2) * kv).sum(2);  // float32
+}
+
+at::Tensor Arithmetic::index_scores(const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& index_keys) const {
+  const int64_t B = index_q.size(0), lt = index_q.size(1), Ih = index_q.size(2), Id = index_q.size(3), E = index_keys.size(1);
+  const at::Tensor w = index_w / std::sqrt(static_cast<double>(Ih));
+  const at::Tensor dots = at::matmul(index_q.reshape({B, lt * Ih, Id}), index_keys.transpose(1, 2));  // [B, lt Ih, E] model dtype
+  const at::Tensor scores = (at::relu(dots.to(at::kFloat)).view({B, lt, Ih, E}) * w.unsqueeze(-1)).sum(2);
+  return scores / std::sqrt(static_cast<double>(Id));
+}
+
+at::Tensor Arithmetic::attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
+                              int64_t query_tile) const {
+  return attend_tiled(*this, layer, group, keys, queries, query_tile);
+}
+
+}  // namespace deepinfer::model

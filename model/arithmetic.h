@@ -1,0 +1,77 @@
+#pragma once
+// Arithmetic: the points of the forward where two faithful implementations of DeepSeek-V4 round
+// to the model dtype at different places or sum in a different order. In float32 every
+// implementation gives the same values (up to ~1e-7); in bfloat16 each rounding point moves the
+// bits, and top-k choices (experts, indexer picks) can follow.
+//
+// This class is the official arithmetic, the one the job runs (DeepSeek's inference code):
+// float32 RoPE tables, mHC projection and residual update, router, MoE combine and compressor
+// pooling; one rounding per RMSNorm; attention tiled over queries with its softmax in float32.
+// model/reference/transformers_arithmetic.h overrides it to compute as transformers'
+// DeepseekV4ForCausalLM does (for the bit-for-bit comparison with it); nothing else does.
+// The model holds one, chosen once (DeepseekV4Model::Options::arithmetic), and the layers call
+// through it without asking which it is.
+// Owns: nothing (stateless). Does not own: the layer wiring, caches or weights.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace deepinfer::model {
+
+class ExpertWorkspace;
+class ModelWeights;
+struct AttentionLayer;
+struct GroupKeys;
+struct GroupQueries;
+struct HcMix;
+struct SequenceGroup;
+
+class Arithmetic {
+ public:
+  virtual ~Arithmetic() = default;
+  static const Arithmetic& official();
+
+  // RMSNorm over the last dim (ops.h rms_norm): x in the model dtype, weight undefined for none.
+  virtual at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const;
+
+  // The dtype the RoPE cos / sin tables are rounded to in a forward of `dtype` (Rope::angles).
+  virtual at::ScalarType rope_table_dtype(at::ScalarType dtype) const;
+
+  // mHC (hyper_connection.h). streams [T, n, D] -> linear(rms(flatten(streams)), fn) [T, rows]
+  // float32.
+  virtual at::Tensor hc_projection(const at::Tensor& streams, const at::Tensor& fn, double eps) const;
+  // comb logits [T, n, n] float32 -> doubly stochastic [T, n, n] float32.
+  virtual at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps) const;
+  // new[k] = post[k] y + sum_j comb[j][k] streams[j] -> [T, n, D] in streams' dtype.
+  virtual at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix) const;
+
+  // MoE (moe.h). The dtype of the router's logits and scores for hidden rows of `dtype`.
+  virtual at::ScalarType router_dtype(at::ScalarType dtype) const;
+  // This rank's routed experts over gathered pairs: x [N, D], experts [N, k] int64,
+  // routing_weights [N, k] float32 -> [N, D] float32. workspace: the grouped CUDA path's scratch
+  // (moe_grouped.h), or null.
+  virtual at::Tensor routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                    const at::Tensor& routing_weights, ExpertWorkspace* workspace) const;
+  // The dtype in which the routed sum and the shared expert are added, for hidden rows of `dtype`.
+  virtual at::ScalarType moe_sum_dtype(at::ScalarType dtype) const;
+
+  // Compressor (compressor.h): kv [B, K, w, d'] and score [B, K, w, d'] float32 -> the softmax
+  // (over w) weighted sum [B, K, d'], for a forward of `dtype`.
+  virtual at::Tensor pool_windows(const at::Tensor& kv, const at::Tensor& score, at::ScalarType dtype) const;
+
+  // CSA's lightning indexer: index_q [B, lt, Ih, Id], index_w [B, lt, Ih] float32 (the raw
+  // weights_proj output), index_keys [B, E, Id] -> sum_h w_h Ih^-1/2 relu(q_h . k) Id^-1/2 as
+  // [B, lt, E] float32.
+  virtual at::Tensor index_scores(const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& index_keys) const;
+
+  // Attention of one group of sequences (attention_group.h) -> [B, L, H, d] in q's dtype.
+  // query_tile bounds the queries attended at once where the implementation tiles.
+  virtual at::Tensor attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
+                            int64_t query_tile) const;
+
+ protected:
+  Arithmetic() = default;
+};
+
+}  // namespace deepinfer::model

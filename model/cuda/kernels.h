@@ -1,0 +1,35 @@
+#pragma once
+// The model's CUDA kernels as ATen functions: the one seam between the model's device-neutral
+// code and the torch-free kernels beside this header (*.cu, raw pointers, cudaError_t).
+// kernels.cpp implements it in the CUDA build (DEEPINFER_CUDA=ON): shape and dtype checks, the
+// device guard and current stream, a cudaError_t turned into an exception naming the kernel.
+// kernels_absent.cpp is the CPU build's: built() is false, the *_supported() checks are false
+// and the rest throw; a CPU LibTorch has no CUDA tensors, so the model never calls them there.
+// Callers choose by the tensor's device at run time; no #if outside model/cuda/.
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace deepinfer::model::cuda {
+
+// Whether this build has the kernels.
+bool built();
+
+// mHC Sinkhorn (sinkhorn.h): logits [..., n, n] float32 on CUDA, n in {1, 2, 4, 8}, iters >= 1.
+bool sinkhorn_supported(const at::Tensor& logits, int64_t iters);
+at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps);
+
+// FP4 experts to bfloat16 (fp4_dequant.h), one matrix stack: packed [..., rows, cols/2] uint8,
+// scale [..., rows, cols/32] uint8 on CUDA, contiguous, cols a multiple of 32, 16-byte aligned.
+bool dequant_fp4_supported(const at::Tensor& packed, const at::Tensor& scale, int64_t block, at::ScalarType out_dtype);
+at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale);  // -> [..., rows, cols] bfloat16
+
+// Many FP4 matrices of one shape into `out` [count, rows, cols] bfloat16: packed_table and
+// scale_table int64 [count] device pointers, active int64 [count] (0: matrix m skipped).
+void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_table, const at::Tensor& active, at::Tensor& out);
+
+// A random generator on a CUDA device (the GPU's Philox), seeded.
+at::Generator make_generator(uint64_t seed, at::Device device);
+
+}  // namespace deepinfer::model::cuda

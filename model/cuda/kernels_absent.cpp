@@ -1,0 +1,20 @@
+// The CPU build's model/cuda/kernels.h: no kernels. A CPU LibTorch makes no CUDA tensors, so
+// the model's device checks never reach the throwing functions; they exist to link.
+#include "model/cuda/kernels.h"
+
+namespace deepinfer::model::cuda {
+namespace {
+
+[[noreturn]] void absent(const char* what) { TORCH_CHECK(false, what, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)"); }
+
+}  // namespace
+
+bool built() { return false; }
+bool sinkhorn_supported(const at::Tensor&, int64_t) { return false; }
+at::Tensor sinkhorn(const at::Tensor&, int64_t, double) { absent("cuda::sinkhorn"); }
+bool dequant_fp4_supported(const at::Tensor&, const at::Tensor&, int64_t, at::ScalarType) { return false; }
+at::Tensor dequant_fp4(const at::Tensor&, const at::Tensor&) { absent("cuda::dequant_fp4"); }
+void dequant_fp4_tables(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&) { absent("cuda::dequant_fp4_tables"); }
+at::Generator make_generator(uint64_t, at::Device) { absent("cuda::make_generator"); }
+
+}  // namespace deepinfer::model::cuda
