@@ -54,8 +54,8 @@ at::Tensor Arithmetic::index_scores(const at::Tensor& index_q, const at::Tensor&
 }
 
 at::Tensor Arithmetic::attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
-                              int64_t query_tile) const {
-  return attend_tiled(*this, layer, group, keys, queries, query_tile);
+                              const AttentionOptions& options) const {
+  return attend_tiled(*this, layer, group, keys, queries, options);
 }
 
 }  // namespace deepinfer::model

@@ -22,6 +22,7 @@ namespace deepinfer::model {
 class ExpertWorkspace;
 class ModelWeights;
 struct AttentionLayer;
+struct AttentionOptions;
 struct GroupKeys;
 struct GroupQueries;
 struct HcMix;
@@ -66,9 +67,9 @@ class Arithmetic {
   virtual at::Tensor index_scores(const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& index_keys) const;
 
   // Attention of one group of sequences (attention_group.h) -> [B, L, H, d] in q's dtype.
-  // query_tile bounds the queries attended at once where the implementation tiles.
+  // options.query_tile bounds the queries attended at once where the implementation tiles.
   virtual at::Tensor attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
-                            int64_t query_tile) const;
+                            const AttentionOptions& options) const;
 
  protected:
   Arithmetic() = default;

@@ -24,7 +24,7 @@ at::Tensor gather_paged(const at::Tensor& paged, const SequenceGroup& group, int
 }
 
 Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles, const Arithmetic& arith,
-                  const Observer* observer) {
+                  const ForwardHooks* hooks) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0);
   const double eps = c.rms_norm_eps;
@@ -34,11 +34,11 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
   out.q = angles.apply(arith.rms_norm(q_proj.view({T, c.num_heads, c.head_dim}), at::Tensor(), eps));
   const at::Tensor kv = arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps);
   out.kv = angles.apply(kv);
-  if (observer != nullptr) {
+  if (observing(hooks)) {
     const std::string prefix = layer_prefix(layer) + "attn.";
-    observe(observer, prefix + "q_residual", qr);
-    observe(observer, prefix + "q_proj", q_proj);
-    observe(observer, prefix + "kv_normed", kv);
+    hooks->observe(prefix + "q_residual", qr);
+    hooks->observe(prefix + "q_proj", q_proj);
+    hooks->observe(prefix + "kv_normed", kv);
   }
   if (c.layer_type(layer) == LayerType::kCsa) {
     const at::Tensor iq = at::linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
@@ -55,22 +55,25 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
                              const Arithmetic& arith, const AttentionOptions& options) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0), H = c.num_heads, d = c.head_dim, W = c.sliding_window;
-  const AttentionLayer info{c.compress_ratio(layer), W, c.index_topk, H, d, c.index_head_dim, c.layer_type(layer) == LayerType::kCsa,
+  const ForwardHooks* hooks = options.hooks;
+  const AttentionLayer info{layer, c.compress_ratio(layer), W, c.index_topk, H, d, c.index_head_dim, c.layer_type(layer) == LayerType::kCsa,
                             weights.layer(layer, "attn.attn_sink")};
-  const Projected proj = project(weights, layer, x, angles, arith, options.observer);
+  enter(hooks, ForwardPart::kAttnProjection, layer);
+  const Projected proj = project(weights, layer, x, angles, arith, hooks);
   const std::string prefix = layer_prefix(layer) + "attn.";
   at::Tensor out = at::empty({T, H, d}, x.options());
   for (const SequenceGroup& group : groups) {
     const int64_t B = group.num_seqs, L = group.len;
     if (info.ratio > 0) {
+      enter(hooks, ForwardPart::kCompressor, layer);
       const at::Tensor xg = x.index_select(0, group.rows).view({B, L, -1});
-      compress_group(weights, {prefix + "compressor.", info.ratio, c.compress_overlap(layer), d}, group, xg, rope, cache.tail, cache.compressed, arith,
-                     options.observer);
+      compress_group(weights, {prefix + "compressor.", info.ratio, c.compress_overlap(layer), d}, group, xg, rope, cache.tail, cache.compressed, arith, hooks);
       if (info.csa) {
         compress_group(weights, {prefix + "indexer.compressor.", info.ratio, 2, c.index_head_dim}, group, xg, rope, cache.index_tail, cache.index_keys,
-                       arith, options.observer);
+                       arith, hooks);
       }
     }
+    enter(hooks, ForwardPart::kAttnCore, layer);
     GroupKeys keys;
     const at::Tensor kv = proj.kv.index_select(0, group.rows).view({B, L, d});
     keys.window_pool = at::cat({cache.window.index_select(0, group.slots).to(x.scalar_type()), kv}, 1);
@@ -90,16 +93,17 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
       queries.index_q = proj.index_q.index_select(0, group.rows).view({B, L, c.index_n_heads, c.index_head_dim});
       queries.index_w = proj.index_w.index_select(0, group.rows).view({B, L, c.index_n_heads});
     }
-    out.index_copy_(0, group.rows, arith.attend(info, group, keys, queries, options.query_tile).reshape({B * L, H, d}));
+    out.index_copy_(0, group.rows, arith.attend(info, group, keys, queries, options).reshape({B * L, H, d}));
   }
   // De-rotate by the query position, then the grouped low-rank output projection.
+  enter(hooks, ForwardPart::kAttnProjection, layer);
   const at::Tensor o = angles.apply(out, /*inverse=*/true);
   const int64_t G = c.o_groups, group_in = H * d / G;
   const at::Tensor wo_a = weights.layer(layer, "attn.wo_a.weight").view({G, c.o_lora_rank, group_in});
   const at::Tensor z = at::bmm(o.reshape({T, G, group_in}).transpose(0, 1), wo_a.transpose(1, 2)).transpose(0, 1).reshape({T, G * c.o_lora_rank});
-  if (options.observer != nullptr) {
-    observe(options.observer, prefix + "o", o.reshape({T, G, group_in}));
-    observe(options.observer, prefix + "z", z);
+  if (observing(hooks)) {
+    hooks->observe(prefix + "o", o.reshape({T, G, group_in}));
+    hooks->observe(prefix + "z", z);
   }
   return at::linear(z, weights.layer(layer, "attn.wo_b.weight"));
 }

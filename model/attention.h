@@ -14,19 +14,12 @@
 #include "model/forward_batch.h"
 #include "model/model_cache.h"
 #include "model/arithmetic.h"
+#include "model/attention_group.h"
 #include "model/ops.h"
 #include "model/sequence_group.h"
 #include "model/weights.h"
 
 namespace deepinfer::model {
-
-struct AttentionOptions {
-  int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers; Arithmetic::attend)
-  // Sees "layers.L.attn.q_residual", ".q_proj", ".kv_normed", ".compressor.entries",
-  // ".indexer.compressor.entries", ".o" (the de-rotated attention output) and ".z" (after wo_a);
-  // reference debugging only (ops.h). DeepseekV4Model sets it from its Options::observer.
-  const Observer* observer = nullptr;
-};
 
 // x [T, D] attn-normed hidden rows -> [T, D]. rope is the layer's (main or compress; the compressor
 // ropes its entries with it), angles the same rope's table at batch.positions (Rope::angles);

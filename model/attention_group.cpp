@@ -13,7 +13,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Attention of queries [B, lt, H, d] at positions pos [B, lt] (a tile of the group) -> [B, lt, H, d].
 at::Tensor attend_tile(const Arithmetic& arith, const AttentionLayer& info, const SequenceGroup& group, const GroupKeys& keys, const at::Tensor& q,
-                       const at::Tensor& pos, const at::Tensor& index_q, const at::Tensor& index_w) {
+                       const at::Tensor& pos, const at::Tensor& index_q, const at::Tensor& index_w, const ForwardHooks* hooks) {
   const int64_t B = q.size(0), lt = q.size(1), H = info.heads, d = info.head_dim, W = info.window;
   const auto i64 = pos.options();
   // Window keys: positions t-W+1..t.
@@ -29,7 +29,9 @@ at::Tensor attend_tile(const Arithmetic& arith, const AttentionLayer& info, cons
       scores.push_back(at::matmul(q.reshape({B, lt * H, d}), keys.entries.transpose(1, 2)).view({B, lt, H, E}));
       valid.push_back(visible);
     } else {
+      enter(hooks, ForwardPart::kIndexer, info.index);
       auto [picked, real] = index_topk(arith, info, keys, index_q, index_w, visible);
+      enter(hooks, ForwardPart::kAttnCore, info.index);
       compressed_keys = gather_rows(keys.entries, picked.reshape({B, -1})).view({B, lt, -1, d});
       scores.push_back(at::matmul(q, compressed_keys.transpose(-1, -2)));
       valid.push_back(real);
@@ -80,13 +82,13 @@ std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const Atte
 }
 
 at::Tensor attend_tiled(const Arithmetic& arith, const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys,
-                        const GroupQueries& queries, int64_t query_tile) {
-  const int64_t L = group.len;
+                        const GroupQueries& queries, const AttentionOptions& options) {
+  const int64_t L = group.len, query_tile = options.query_tile;
   std::vector<at::Tensor> tiles;
   for (int64_t l0 = 0; l0 < L; l0 += query_tile) {
     const int64_t lt = std::min(query_tile, L - l0);
     tiles.push_back(attend_tile(arith, layer, group, keys, tile_of(queries.q, l0, lt), group.positions.narrow(1, l0, lt), tile_of(queries.index_q, l0, lt),
-                                tile_of(queries.index_w, l0, lt)));
+                                tile_of(queries.index_w, l0, lt), options.hooks));
   }
   return tiles.size() == 1 ? tiles[0] : at::cat(tiles, 1);
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "model/forward_hooks.h"
 #include "model/sequence_group.h"
 
 namespace deepinfer::model {
@@ -20,6 +21,7 @@ class Arithmetic;
 
 // The shape of one layer's attention.
 struct AttentionLayer {
+  int64_t index = 0;      // the layer's index in the model
   int64_t ratio = 0;      // compression ratio m (0: sliding window only)
   int64_t window = 0;     // W
   int64_t topk = 0;       // CSA: compressed entries picked per query
@@ -28,6 +30,13 @@ struct AttentionLayer {
   int64_t index_dim = 0;  // CSA indexer head dim
   bool csa = false;
   at::Tensor sink;        // [H] float32
+};
+
+struct AttentionOptions {
+  int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers)
+  // Observer (".q_residual", ".q_proj", ".kv_normed", compressor ".entries", ".o", ".z" under
+  // "layers.L.attn.") and part clock (forward_hooks.h); DeepseekV4Model sets them from its Options.
+  const ForwardHooks* hooks = nullptr;
 };
 
 // Key sources of one group, shared by its queries.
@@ -59,7 +68,8 @@ std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const Atte
 // The official attention of a group (Arithmetic::attend): queries in tiles of query_tile, each
 // tile's window keys gathered [B, lt, W, d], scores in the model dtype, softmax with the sink in
 // float32, P rounded to the model dtype, P.V per key source -> [B, L, H, d].
+// The clock sees kIndexer and kAttnCore of `layer_index` per tile.
 at::Tensor attend_tiled(const Arithmetic& arith, const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys,
-                        const GroupQueries& queries, int64_t query_tile);
+                        const GroupQueries& queries, const AttentionOptions& options);
 
 }  // namespace deepinfer::model

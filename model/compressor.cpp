@@ -48,7 +48,7 @@ struct RowSource {
 }  // namespace
 
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith, const Observer* observer) {
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith, const ForwardHooks* hooks) {
   const int64_t B = group.num_seqs, L = group.len, m = spec.ratio, c = spec.overlap, d = spec.dim;
   const auto i64 = group.start.options();
   // Projected rows of this run; scores carry the position bias of their slot in the window.
@@ -74,7 +74,7 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
   compressed = at::where(complete.unsqueeze(-1), compressed, at::zeros_like(compressed));
   const at::Tensor normed = arith.rms_norm(compressed, weights.get(spec.prefix + "norm.weight"), weights.config().rms_norm_eps);
   const at::Tensor entries = rope.angles(w * m, arith.rope_table_dtype(normed.scalar_type())).apply(normed);
-  if (observer != nullptr) observe(observer, spec.prefix + "entries", entries);
+  if (observing(hooks)) hooks->observe(spec.prefix + "entries", entries);
 
   // Paged write: entry w -> block table[(w m) / 128], row w % (128 / m); incomplete -> padding block 0.
   const int64_t per_block = kBlockTokens / m;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "model/arithmetic.h"
+#include "model/forward_hooks.h"
 #include "model/model_cache.h"
 #include "model/ops.h"
 #include "model/sequence_group.h"
@@ -28,9 +29,9 @@ struct CompressorSpec {
 // x [B, L, D] attn-normed hidden rows of the group. paged [num_blocks, 128/m, d'].
 // Windows a sequence completes are those w with p <= (w+1) m - 1 < p + L (p = first position).
 // Pooling (Arithmetic::pool_windows), the entries' RMSNorm and their RoPE table round where
-// `arith` says (the official arithmetic: float32 up to the paged write). observer (ops.h) sees
+// `arith` says (the official arithmetic: float32 up to the paged write). The observer (hooks) sees
 // spec.prefix + "entries": [B, K, d'] for the candidate windows of the run (incomplete ones zero).
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith, const Observer* observer = nullptr);
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith, const ForwardHooks* hooks = nullptr);
 
 }  // namespace deepinfer::model

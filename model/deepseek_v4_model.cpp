@@ -29,6 +29,8 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const std::vector<SequenceGroup> groups = make_groups(batch);
   const double eps = c.rms_norm_eps;
   const int64_t T = batch.num_tokens();
+  const ForwardHooks hooks{.observer = &options_.observer, .clock = options_.clock};
+  hooks.enter(ForwardPart::kEmbed, -1);
   const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);  // [T, D]
   at::Tensor streams = embedded.unsqueeze(1).expand({T, c.hc_mult, c.hidden_size}).contiguous();  // [T, n, D]
   // The token positions' cos / sin, once per rope for all layers.
@@ -36,42 +38,52 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const at::ScalarType table_dtype = arith.rope_table_dtype(weights_.dtype());
   const RopeAngles main_angles = main_rope_.angles(batch.positions, table_dtype);
   const RopeAngles compress_angles = compress_rope_.angles(batch.positions, table_dtype);
-  const Observer* observer = options_.observer ? &options_.observer : nullptr;
   AttentionOptions attention = options_.attention;
-  attention.observer = observer;
+  attention.hooks = &hooks;
   auto tap = [&](int64_t layer, const char* name, const at::Tensor& value) {
-    if (observer != nullptr) observe(observer, layer_prefix(layer) + name, value);
+    if (hooks.observing()) hooks.observe(layer_prefix(layer) + name, value);
   };
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const bool compressed = c.compress_ratio(l) > 0;
     const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
+    hooks.enter(ForwardPart::kMhc, l);
     HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, arith);
-    at::Tensor h = arith.rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "attn_norm.weight"), eps);
+    at::Tensor collapsed = hc_collapse(streams, mix.pre);
+    hooks.enter(ForwardPart::kNorm, l);
+    at::Tensor h = arith.rms_norm(collapsed, weights_.layer(l, "attn_norm.weight"), eps);
     tap(l, "attn_norm_out", h);
     at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles,
                                      arith, attention);
     tap(l, "attn_out", y);
+    hooks.enter(ForwardPart::kMhc, l);
     streams = arith.hc_expand(streams, y, mix);
     tap(l, "attn_streams", streams);
     // FFN site.
     mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c, arith);
-    h = arith.rms_norm(hc_collapse(streams, mix.pre), weights_.layer(l, "ffn_norm.weight"), eps);
+    collapsed = hc_collapse(streams, mix.pre);
+    hooks.enter(ForwardPart::kNorm, l);
+    h = arith.rms_norm(collapsed, weights_.layer(l, "ffn_norm.weight"), eps);
     tap(l, "ffn_norm_out", h);
-    y = moe_forward(weights_, l, h, batch.token_ids, comm_, arith, &experts_workspace_, observer);
+    y = moe_forward(weights_, l, h, batch.token_ids, comm_, arith, &experts_workspace_, &hooks);
     tap(l, "ffn_out", y);
+    hooks.enter(ForwardPart::kMhc, l);
     streams = arith.hc_expand(streams, y, mix);
     tap(l, "streams", streams);
   }
+  hooks.enter(ForwardPart::kMhc, -1);
   const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
   const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, arith);
+  hooks.enter(ForwardPart::kNorm, -1);
   const at::Tensor hidden = arith.rms_norm(collapsed, weights_.get("norm.weight"), eps);
-  if (observer != nullptr) observe(observer, "hidden", hidden);
+  hooks.observe("hidden", hidden);
   return hidden;
 }
 
 at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const {
-  return at::linear(forward_hidden(batch, cache), weights_.get("head.weight")).to(at::kFloat);
+  const at::Tensor hidden = forward_hidden(batch, cache);
+  if (options_.clock != nullptr) options_.clock->enter(ForwardPart::kHead, -1);
+  return at::linear(hidden, weights_.get("head.weight")).to(at::kFloat);
 }
 
 }  // namespace deepinfer::model

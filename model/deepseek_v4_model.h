@@ -14,6 +14,7 @@
 #include "model/attention.h"
 #include "model/expert_parallel.h"
 #include "model/forward_batch.h"
+#include "model/forward_hooks.h"
 #include "model/model_cache.h"
 #include "model/moe_grouped.h"
 #include "model/ops.h"
@@ -28,11 +29,14 @@ class DeepseekV4Model final {
     // Where the forward rounds and in what order it sums (arithmetic.h): the official one unless
     // a reference comparison picks another. Must outlive the model.
     const Arithmetic* arithmetic = &Arithmetic::official();
-    // Sees the forward's intermediate tensors (ops.h), per layer L: "layers.L.attn_norm_out",
+    // Sees the forward's intermediate tensors (forward_hooks.h), per layer L: "layers.L.attn_norm_out",
     // the attention's (attention.h), "layers.L.attn_out", "layers.L.attn_streams",
     // "layers.L.ffn_norm_out", the MoE's (moe.h), "layers.L.ffn_out", "layers.L.streams"; then
     // "hidden" (after hc_head and norm). For comparing with a reference; unset in production.
     Observer observer;
+    // Told where each part of the forward starts (forward_hooks.h), for a step breakdown; null in
+    // production. Must outlive the model.
+    PartClock* clock = nullptr;
   };
   // `weights` and `comm` must outlive the model.
   DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator& comm, Options options);

@@ -68,20 +68,25 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
 }
 
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm,
-                       const Arithmetic& arith, ExpertWorkspace* workspace, const Observer* observer) {
+                       const Arithmetic& arith, ExpertWorkspace* workspace, const ForwardHooks* hooks) {
   const ModelConfig& config = weights.config();
+  enter(hooks, ForwardPart::kRouter, layer);
   const Routing routing = route_tokens(weights, layer, x, token_ids, arith);
+  enter(hooks, ForwardPart::kExchange, layer);
   std::vector<int64_t> counts, check;
   const at::Tensor all_x = comm.all_gather_rows(x, counts);
   const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
   const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
+  enter(hooks, ForwardPart::kRoutedExperts, layer);
   const at::Tensor partial = arith.routed_experts(weights, layer, all_x, all_experts, all_weights, workspace);  // [N, D] float32
+  enter(hooks, ForwardPart::kExchange, layer);
   at::Tensor out = comm.reduce_scatter_rows(partial, counts).to(arith.moe_sum_dtype(x.scalar_type()));  // [T, D]
-  if (observer != nullptr) observe(observer, layer_prefix(layer) + "ffn.routed", out);
+  enter(hooks, ForwardPart::kSharedExpert, layer);
+  if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {
     const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
                                          weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
-    if (observer != nullptr) observe(observer, layer_prefix(layer) + "ffn.shared", shared);
+    if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.shared", shared);
     out = out + shared.to(out.scalar_type());
   }
   return out.to(x.scalar_type());

@@ -11,6 +11,7 @@
 
 #include "model/arithmetic.h"
 #include "model/expert_parallel.h"
+#include "model/forward_hooks.h"
 #include "model/moe_grouped.h"
 #include "model/ops.h"
 #include "model/weights.h"
@@ -42,9 +43,10 @@ at::Tensor routed_experts_loop(const ModelWeights& weights, int64_t layer, const
 // the official arithmetic takes the grouped path, moe_grouped.h) + exchange + shared expert ->
 // [T, D] in x's dtype. The routed sum and the shared expert are added in
 // arith.moe_sum_dtype(x's dtype) (official: float32, rounded once).
-// observer (ops.h) sees "layers.L.ffn.routed" and "layers.L.ffn.shared".
+// The observer (hooks) sees "layers.L.ffn.routed" and "layers.L.ffn.shared"; the clock the router,
+// the exchange, the routed and the shared experts.
 at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
                        ExpertCommunicator& comm, const Arithmetic& arith, ExpertWorkspace* workspace = nullptr,
-                       const Observer* observer = nullptr);
+                       const ForwardHooks* hooks = nullptr);
 
 }  // namespace deepinfer::model

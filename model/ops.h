@@ -6,20 +6,10 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <functional>
-#include <string>
 
 #include "model/model_config.h"
 
 namespace deepinfer::model {
-
-// Sees named intermediate tensors of a forward ("layers.3.attn_out", ...), for comparing a run
-// with a reference layer by layer (tests/reference). Unset in production: the forward then
-// builds no names.
-using Observer = std::function<void(const std::string& name, const at::Tensor& value)>;
-inline void observe(const Observer* observer, const std::string& name, const at::Tensor& value) {
-  if (observer != nullptr && *observer) (*observer)(name, value);
-}
 
 // w * x * rsqrt(mean(x^2) + eps) over the last dim, computed in float32, returned in x's dtype.
 // An undefined weight means no weight.

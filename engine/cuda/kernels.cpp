@@ -1,8 +1,11 @@
 // The CUDA build's ATen bindings of engine/cuda/kernels.h.
 #include "engine/cuda/kernels.h"
 
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include <deque>
 
 #include "engine/cuda/gumbel_noise.h"
 
@@ -23,5 +26,33 @@ at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size) {
   TORCH_CHECK(error == cudaSuccess, "gumbel_noise: ", cudaGetErrorString(error));
   return out;
 }
+
+struct EventTimeline::Impl {
+  at::Device device;
+  std::deque<at::cuda::CUDAEvent> events;  // a deque: recorded events never move
+  size_t used = 0;
+};
+
+EventTimeline::EventTimeline(at::Device device) : impl_(std::make_unique<Impl>(Impl{device, {}, 0})) {
+  TORCH_CHECK(device.is_cuda(), "EventTimeline: ", device, " is not a CUDA device");
+}
+
+EventTimeline::~EventTimeline() = default;
+
+int64_t EventTimeline::record() {
+  if (impl_->used == impl_->events.size()) impl_->events.emplace_back(cudaEventDefault);  // the default flags keep timing on
+  at::cuda::CUDAEvent& event = impl_->events[impl_->used];
+  event.record(c10::cuda::getCurrentCUDAStream(impl_->device.index()));
+  return static_cast<int64_t>(impl_->used++);
+}
+
+double EventTimeline::elapsed_ms(int64_t from, int64_t to) {
+  TORCH_CHECK(from >= 0 && to >= from && static_cast<size_t>(to) < impl_->used, "EventTimeline::elapsed_ms: events ", from, " and ", to,
+              " of ", impl_->used);
+  impl_->events[static_cast<size_t>(to)].synchronize();
+  return impl_->events[static_cast<size_t>(from)].elapsed_time(impl_->events[static_cast<size_t>(to)]);
+}
+
+void EventTimeline::clear() { impl_->used = 0; }
 
 }  // namespace deepinfer::engine::cuda

@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace deepinfer::engine::cuda {
 
@@ -14,5 +15,25 @@ namespace deepinfer::engine::cuda {
 // float32, bit for bit sampler_ops.h's ATen noise.
 bool gumbel_noise_supported(const at::Tensor& keys);
 at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size);
+
+// Events on the current CUDA stream of a device, for timing parts of a step without a host sync
+// per part (engine/part_timer.h). record() enqueues an event and returns its index;
+// elapsed_ms(a, b) waits for event b and returns the GPU time from a to b; clear() forgets them
+// (their CUDA events are reused).
+class EventTimeline final {
+ public:
+  explicit EventTimeline(at::Device device);
+  ~EventTimeline();
+  EventTimeline(const EventTimeline&) = delete;
+  EventTimeline& operator=(const EventTimeline&) = delete;
+
+  int64_t record();
+  double elapsed_ms(int64_t from, int64_t to);
+  void clear();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace deepinfer::engine::cuda

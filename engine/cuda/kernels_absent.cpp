@@ -7,4 +7,14 @@ bool gumbel_noise_supported(const at::Tensor&) { return false; }
 
 at::Tensor gumbel_noise(const at::Tensor&, int64_t) { TORCH_CHECK(false, "cuda::gumbel_noise needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)"); }
 
+struct EventTimeline::Impl {};
+
+EventTimeline::EventTimeline(at::Device device) {
+  TORCH_CHECK(false, "EventTimeline on ", device, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
+}
+EventTimeline::~EventTimeline() = default;
+int64_t EventTimeline::record() { return 0; }
+double EventTimeline::elapsed_ms(int64_t, int64_t) { return 0; }
+void EventTimeline::clear() {}
+
 }  // namespace deepinfer::engine::cuda

@@ -75,9 +75,9 @@ at::Tensor TransformersArithmetic::index_scores(const at::Tensor& index_q, const
 // (masked per query: causal, window, and for CSA the indexer's picks); one [B, H, L, K] score
 // matmul in the model dtype, scaled in it, the sink's softmax in float32 after subtracting the row
 // max, P rounded, one P.V matmul. Untiled (query_tile unused): O(L (L + W + E)) per head, fine for
-// the comparisons this arithmetic exists for.
+// the comparisons this arithmetic exists for. No part clock.
 at::Tensor TransformersArithmetic::attend(const AttentionLayer& info, const SequenceGroup& group, const GroupKeys& keys,
-                                          const GroupQueries& queries, int64_t) const {
+                                          const GroupQueries& queries, const AttentionOptions&) const {
   const at::Tensor& q = queries.q;
   const int64_t B = q.size(0), L = q.size(1), H = info.heads, d = info.head_dim, W = info.window;
   const auto i64 = group.start.options();

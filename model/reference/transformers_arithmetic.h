@@ -34,7 +34,7 @@ class TransformersArithmetic final : public Arithmetic {
   at::Tensor pool_windows(const at::Tensor& kv, const at::Tensor& score, at::ScalarType dtype) const override;
   at::Tensor index_scores(const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& index_keys) const override;
   at::Tensor attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
-                    int64_t query_tile) const override;
+                    const AttentionOptions& options) const override;
 };
 
 const Arithmetic& transformers_arithmetic();
