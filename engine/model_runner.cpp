@@ -74,7 +74,7 @@ class ModelStep final : public PendingStep {
   std::unique_ptr<c10::Event> event_;
 };
 
-SamplingRow sampling_row(const ScheduledSeq& row, int64_t eos_token_id) {
+SamplingRow sampling_row(const ScheduledSeq& row, int32_t eos_token_id) {
   const SamplingParams& p = *row.params;
   SamplingRow s;
   s.temperature = p.temperature;
@@ -83,9 +83,9 @@ SamplingRow sampling_row(const ScheduledSeq& row, int64_t eos_token_id) {
   s.min_p = p.min_p;
   s.seed = p.seed;
   s.position = row.output_index;
-  if (!p.ignore_eos && eos_token_id >= 0) s.stop_ids.push_back(eos_token_id);
-  for (int32_t id : p.stop_token_ids) s.stop_ids.push_back(id);
-  s.suppress_stop = row.output_index < p.min_tokens && !s.stop_ids.empty();
+  const std::vector<int32_t> stop_ids = p.stop_ids(eos_token_id);
+  s.stop_ids.assign(stop_ids.begin(), stop_ids.end());
+  s.suppress_stop = !p.may_stop_at(row.output_index) && !s.stop_ids.empty();  // the stop rule: min_tokens
   s.logprobs = p.logprobs;
   return s;
 }
@@ -152,7 +152,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
     if (row.sample) {
       input.sample_rows.push_back(flat - 1);
       rows.push_back(SampledToken{.seq_id = row.seq_id, .epoch = row.epoch, .token_id = 0});
-      sampling.push_back(sampling_row(row, config().eos_token_id));
+      sampling.push_back(sampling_row(row, out.eos_token_id));
     }
   }
   model::ForwardBatch batch = model::ForwardBatch::build(input, options_.device);

@@ -157,7 +157,7 @@ std::vector<CommittedToken> Scheduler::process(const StepResult& result) {
 FinishReason Scheduler::stop_reason(const Sequence& seq, int32_t token_id, std::string* message) const {
   const SamplingParams& params = seq.params();
   const int32_t num_outputs = seq.num_output_tokens();
-  if (num_outputs > params.min_tokens) {  // at least min_tokens tokens precede a stop token
+  if (params.may_stop_at(num_outputs - 1)) {  // the stop rule (sampling_params.h)
     if (!params.ignore_eos && token_id == options_.eos_token_id) {
       *message = "eos";
       return FinishReason::kStop;

@@ -167,7 +167,7 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
       const uint64_t seed = request.seed ? *request.seed : engine::derive_request_seed(o.seed, request.id);
       const engine::SeqId id = scheduler.add_request(request.id, std::move(request.prompt_token_ids), to_sampling_params(request, seed));
       auto& added = live.emplace(id, LiveRequest{index, request.input, seed, Clock::now(), std::nullopt, std::nullopt}).first->second;
-      if (o.tokenizer) added.text.emplace(o.tokenizer, io::OutputText::Options{.stop = std::move(request.stop), .min_tokens = request.min_tokens});
+      if (o.tokenizer) added.text.emplace(o.tokenizer, io::OutputText::Options{.stop = std::move(request.stop)});
     }
   };
   auto collect_finished = [&] {
@@ -215,7 +215,9 @@ JobOutcome run_generate_job(const JobOptions& o, engine::StepExecutor& executor)
       if (token.output_index == 0 && !it->second.first_token) it->second.first_token = now;
       // The commit point of this token (process of its step): a stop string ends the request
       // here, keeping every token up to this one; a step already in flight is discarded.
-      if (it->second.text && it->second.text->push(token.token_id)) scheduler.terminate(token.seq_id, engine::FinishReason::kStop, "stop string");
+      if (!it->second.text) continue;
+      const bool may_stop = scheduler.find(token.seq_id)->params().may_stop_at(token.output_index);  // the stop rule: min_tokens
+      if (it->second.text->push(token.token_id, may_stop)) scheduler.terminate(token.seq_id, engine::FinishReason::kStop, "stop string");
     }
     io::JsonWriter w;
     w.begin_object().key("step").value(timing.step).key("kind").value(engine::step_kind_name(timing.kind));
