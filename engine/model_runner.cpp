@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "engine/check.h"
 #include "engine/sampler.h"
 
 namespace deepinfer::engine {
@@ -126,6 +127,15 @@ void dump_logits(std::FILE* file, const at::Tensor& logits, const std::vector<Sa
 
 }  // namespace
 
+void ModelRunner::check_pool_ids(const ScheduledSeq& row, int64_t step) const {
+  ENGINE_ASSERT(row.state_slot >= 1 && row.state_slot < options_.num_slots, "step ", step, ": sequence ", row.seq_id,
+                " has state slot ", row.state_slot, ", the runner's pool holds slots 1..", options_.num_slots - 1);
+  for (const int32_t block : row.block_table) {
+    ENGINE_ASSERT(block >= 1 && block < options_.num_blocks, "step ", step, ": sequence ", row.seq_id, " has block ", block,
+                  ", the runner's pool holds blocks 1..", options_.num_blocks - 1);
+  }
+}
+
 std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   TORCH_CHECK(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
   model::BatchInput input;
@@ -134,6 +144,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   std::vector<SamplingRow> sampling;
   int64_t flat = 0;
   for (const ScheduledSeq& row : out.seqs) {
+    check_pool_ids(row, out.step);
     std::vector<int64_t> tokens(row.query_token_ids.begin(), row.query_token_ids.end());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       if (tokens[i] != kPendingToken) continue;

@@ -67,10 +67,9 @@ int bench_command(int argc, char** argv) {
   const std::string spec = args.get("model");
   auto source = pipeline::load_model_source(spec, dtype, device, config.seed);
   const model::ModelConfig& model_config = source.weights->config();
+  const pipeline::EngineOptions engine = pipeline::engine_options(config, model_config, dtype, device);
   model::SingleRankCommunicator comm;
-  engine::ModelRunner runner(*source.weights, comm,
-                             {.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
-                              .device = device, .model = {}, .debug_logits_path = {}});
+  engine::ModelRunner runner(*source.weights, comm, engine.runner);
 
   char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
   if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");
@@ -78,7 +77,7 @@ int bench_command(int argc, char** argv) {
   auto run = [&](const std::string& name, int64_t n, std::pair<int64_t, int64_t> out_len) {
     const std::string prompts = (dir / (name + ".jsonl")).string();
     write_prompts(prompts, n, input_len, out_len, model_config.vocab_size, name == "warmup" ? 1 : 0);
-    pipeline::JobOptions job = job_options_for(config, model_config);
+    pipeline::JobOptions job = job_options_for(config, model_config, engine);
     job.tokenizer = source.tokenizer;  // results get "text", as in a real job
     job.inputs = {prompts};
     job.output_dir = (dir / name).string();

@@ -41,6 +41,7 @@ std::string debug_logits_path(int rank) {
 
 struct Running {
   pipeline::ModelSource model;
+  pipeline::EngineOptions engine;  // the scheduler's and the runner's, from one derivation
   std::unique_ptr<model::ExpertCommunicator> comm;
   std::unique_ptr<engine::ModelRunner> runner;
 };
@@ -64,10 +65,10 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
                                         " tokens (text prompts, stop strings, \"text\" in results)").c_str()
                                      : "no tokenizer.json: token-id prompts only");
   }
-  running->runner = std::make_unique<engine::ModelRunner>(
-      *running->model.weights, *running->comm,
-      engine::ModelRunner::Options{.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
-                                   .device = device, .model = {}, .debug_logits_path = debug_logits_path(mpi.rank())});
+  running->engine = pipeline::engine_options(config, running->model.weights->config(), dtype, device);
+  engine::ModelRunner::Options runner = running->engine.runner;
+  runner.debug_logits_path = debug_logits_path(mpi.rank());
+  running->runner = std::make_unique<engine::ModelRunner>(*running->model.weights, *running->comm, runner);
   return running;
 }
 
@@ -87,7 +88,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 
   auto running = start_model(args.get("model"), config, device, dtype, mpi);
-  pipeline::JobOptions job = job_options_for(config, running->model.weights->config());
+  pipeline::JobOptions job = job_options_for(config, running->model.weights->config(), running->engine);
   job.tokenizer = running->model.tokenizer;
   job.inputs = inputs;
   job.output_dir = output;
