@@ -22,8 +22,16 @@ struct TinyRunner {
                      {.num_blocks = 3, .num_slots = 2, .dtype = at::kFloat, .device = at::kCPU, .model = {}, .debug_logits_path = {}}};
 };
 
-// One greedy prefill row of three tokens.
-SchedulerOutput prefill(int64_t step, std::vector<int32_t> blocks, int32_t slot, SamplingParams params = {.temperature = 0.0f},
+SamplingParams greedy(int32_t min_tokens = 0) {
+  SamplingParams params;
+  params.max_tokens = 4;
+  params.temperature = 0.0f;
+  params.min_tokens = min_tokens;
+  return params;
+}
+
+// One prefill row of three tokens.
+SchedulerOutput prefill(int64_t step, std::vector<int32_t> blocks, int32_t slot, const SamplingParams& params = greedy(),
                         int32_t eos_token_id = -1) {
   SchedulerOutput out;
   out.step = step;
@@ -58,13 +66,10 @@ TEST(ModelRunnerTest, IdsOutsideItsPoolsAreInternalErrorsNamingTheId) {
 
 TEST(ModelRunnerTest, TheSchedulersEosIsBannedBelowMinTokens) {
   TinyRunner t;
-  const int32_t greedy = t.runner.execute(prefill(0, {1}, 1))->wait().result.tokens.at(0).token_id;
+  const int32_t eos = t.runner.execute(prefill(0, {1}, 1))->wait().result.tokens.at(0).token_id;
   // The same row with that token as the step's EOS: banned while min_tokens is not reached.
-  const SamplingParams held{.max_tokens = 4, .temperature = 0.0f, .min_tokens = 1};
-  EXPECT_NE(t.runner.execute(prefill(1, {2}, 1, held, greedy))->wait().result.tokens.at(0).token_id, greedy);
-  SamplingParams free = held;
-  free.min_tokens = 0;
-  EXPECT_EQ(t.runner.execute(prefill(2, {1}, 1, free, greedy))->wait().result.tokens.at(0).token_id, greedy);
+  EXPECT_NE(t.runner.execute(prefill(1, {2}, 1, greedy(/*min_tokens=*/1), eos))->wait().result.tokens.at(0).token_id, eos);
+  EXPECT_EQ(t.runner.execute(prefill(2, {1}, 1, greedy(/*min_tokens=*/0), eos))->wait().result.tokens.at(0).token_id, eos);
 }
 
 }  // namespace
