@@ -82,7 +82,7 @@ int bench_command(int argc, char** argv) {
     job.inputs = {prompts};
     job.output_dir = (dir / name).string();
     job.job_json = "{}";
-    return pipeline::run_generate_job(job, runner);
+    return pipeline::GenerateJob(job, runner).run();
   };
   const int64_t warmup_prompts = args.get_int("warmup-prompts", std::min<int64_t>(num_prompts, config.max_num_seqs));
   if (warmup_prompts > 0) run("warmup", warmup_prompts, {1, 16});

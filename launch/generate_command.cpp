@@ -106,7 +106,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   job.stop_requested = &g_stop_requested;
   job.progress = print_progress;
 
-  const pipeline::JobOutcome outcome = pipeline::run_generate_job(job, *running->runner);
+  const pipeline::JobOutcome outcome = pipeline::GenerateJob(job, *running->runner).run();
   if (outcome.interrupted) {
     std::fprintf(stderr, "stopped by a signal: %ld records kept in %s; rerun with --resume to finish\n", long(outcome.records),
                  output.c_str());
