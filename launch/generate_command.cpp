@@ -72,6 +72,24 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
   return running;
 }
 
+// The end of a finished job: the ranks' outcomes gathered (a collective: rank 0 returns from
+// it only after every rank closed its results file), then rank 0 writes manifest.json and
+// summary.json and prints the figures.
+void finish_job(const pipeline::JobOutcome& outcome, const std::string& job_json, const std::string& output, at::Device device,
+                const MpiSession& mpi) {
+  const auto outcomes = mpi.gather_outcomes(outcome);
+  if (mpi.rank() != 0) return;
+  pipeline::write_manifest(output, job_json, mpi.world_size());
+  const std::string throughput = pipeline::write_summary(
+      output, outcomes,
+      mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device) : hardware_description(device));
+  std::printf("%s\n", throughput.c_str());
+  int64_t records = 0;
+  for (const auto& o : outcomes) records += o.records;
+  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(),
+              mpi.world_size() > 1 ? "s" : "");
+}
+
 int run_generate(int argc, char** argv, const MpiSession& mpi) {
   auto value_options = job_value_options();
   value_options.insert({"model", "input", "output"});
@@ -112,18 +130,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
                  output.c_str());
     return 130;
   }
-  // A collective: rank 0 returns from it only after every rank closed its results file.
-  const auto outcomes = mpi.gather_outcomes(outcome);
-  if (mpi.rank() != 0) return 0;
-  pipeline::write_manifest(output, job.job_json, mpi.world_size());
-  const std::string throughput = pipeline::write_summary(
-      output, outcomes,
-      mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device) : hardware_description(device));
-  std::printf("%s\n", throughput.c_str());
-  int64_t records = 0;
-  for (const auto& o : outcomes) records += o.records;
-  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(),
-              mpi.world_size() > 1 ? "s" : "");
+  finish_job(outcome, job.job_json, output, device, mpi);
   return 0;
 }
 
