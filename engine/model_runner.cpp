@@ -137,7 +137,7 @@ void ModelRunner::check_pool_ids(const ScheduledSeq& row, int64_t step) const {
 }
 
 std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
-  TORCH_CHECK(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
+  ENGINE_ASSERT(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
   model::BatchInput input;
   std::vector<int64_t> pending_flat_rows, pending_source_rows;
   std::vector<SampledToken> rows;
@@ -149,8 +149,8 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       if (tokens[i] != kPendingToken) continue;
       auto it = last_rows_.find(row.seq_id);
-      TORCH_CHECK(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
-                  " has a pending token but step ", out.step - 1, " sampled none for it");
+      ENGINE_ASSERT(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
+                    " has a pending token but step ", out.step - 1, " sampled none for it");
       tokens[i] = 0;  // replaced on the device below
       pending_flat_rows.push_back(flat + static_cast<int64_t>(i));
       pending_source_rows.push_back(it->second);
