@@ -12,6 +12,8 @@ GenerateJob::GenerateJob(JobOptions options, engine::StepExecutor& executor)
     : o_(std::move(options)), executor_(executor), scheduler_(o_.scheduler), progress_(o_.progress, o_.progress_interval_s) {}
 
 JobOutcome GenerateJob::run() {
+  ENGINE_ASSERT(!started_, "GenerateJob::run() called twice");
+  started_ = true;
   start_ = Clock::now();
   ResumeState resume = open_results(o_.output_dir, o_.rank, o_.world_size, o_.job_json, o_.resume, {});
   if (resume.results_complete) return join_without_work(resume.records_done);

@@ -97,6 +97,7 @@ class GenerateJob final {
   LiveRequests live_;
   JobStats stats_;
   Progress progress_;
+  bool started_ = false;
   bool interrupted_ = false;
   bool deadline_hit_ = false;
 };
