@@ -16,12 +16,12 @@ BlockManager::BlockManager(Options options) : options_(options) {
 }
 
 int32_t BlockManager::blocks_for_tokens(int64_t num_tokens) const {
-  ENGINE_CHECK(num_tokens >= 0, "num_tokens must be >= 0, got ", num_tokens);
+  ENGINE_ASSERT(num_tokens >= 0, "num_tokens must be >= 0, got ", num_tokens);
   return static_cast<int32_t>((num_tokens + options_.block_size - 1) / options_.block_size);
 }
 
 std::vector<int32_t> BlockManager::allocate(int32_t n) {
-  ENGINE_CHECK(n >= 0, "cannot allocate ", n, " blocks");
+  ENGINE_ASSERT(n >= 0, "cannot allocate ", n, " blocks");
   ENGINE_ASSERT(can_allocate(n), "allocate(", n, ") with only ", num_free_blocks(), " free blocks");
   std::vector<int32_t> blocks(free_.end() - n, free_.end());
   std::reverse(blocks.begin(), blocks.end());
@@ -75,9 +75,9 @@ void BlockManager::check_consistency() const {
 }
 
 void BlockManager::check_id(int32_t block) const {
-  ENGINE_CHECK(block != kPaddingBlock, "block 0 is reserved for padding");
-  ENGINE_CHECK(block >= 1 && block < options_.num_blocks, "block id ", block, " out of range [1, ",
-               options_.num_blocks, ")");
+  ENGINE_ASSERT(block != kPaddingBlock, "block 0 is reserved for padding");
+  ENGINE_ASSERT(block >= 1 && block < options_.num_blocks, "block id ", block, " out of range [1, ",
+                options_.num_blocks, ")");
 }
 
 }  // namespace deepinfer::engine

@@ -37,12 +37,12 @@ class BlockManager final {
 
   bool can_allocate(int32_t n) const { return n <= num_free_blocks(); }
   // n fresh blocks with reference count 1 (lowest ids first on a fresh pool).
-  // Throws std::logic_error if fewer than n are free.
+  // Throws InternalError if fewer than n are free.
   std::vector<int32_t> allocate(int32_t n);
   // One more owner of an allocated block (sharing); free() must then be called once per owner.
   void add_ref(int32_t block);
   // Drops one reference per id; a block whose count reaches 0 returns to the free list.
-  // Throws on block 0, an id out of range or a block that is already free.
+  // Throws InternalError on block 0, an id out of range or a block that is already free.
   void free(std::span<const int32_t> blocks);
 
   int32_t ref_count(int32_t block) const;

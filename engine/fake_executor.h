@@ -4,7 +4,7 @@
 // Owns a toy device: per state slot a rolling hash of the tokens fed (the "recurrent state")
 // and per KV cell the token written with its writer (sequence, epoch). Every read goes through
 // the block table and must hit a cell this sequence wrote in its current epoch; a slot must
-// continue exactly where the same sequence left it. Violations throw std::logic_error.
+// continue exactly where the same sequence left it. Violations throw InternalError.
 // The sampled token is next_token(seed, prefix): a deterministic function of the request seed,
 // the position and the prefix, so recomputation after preemption reproduces the same stream.
 

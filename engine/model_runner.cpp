@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "engine/check.h"
 #include "engine/sampler.h"
 
 namespace deepinfer::engine {
@@ -74,7 +75,7 @@ class ModelStep final : public PendingStep {
   std::unique_ptr<c10::Event> event_;
 };
 
-SamplingRow sampling_row(const ScheduledSeq& row, int64_t eos_token_id) {
+SamplingRow sampling_row(const ScheduledSeq& row, int32_t eos_token_id) {
   const SamplingParams& p = *row.params;
   SamplingRow s;
   s.temperature = p.temperature;
@@ -83,9 +84,9 @@ SamplingRow sampling_row(const ScheduledSeq& row, int64_t eos_token_id) {
   s.min_p = p.min_p;
   s.seed = p.seed;
   s.position = row.output_index;
-  if (!p.ignore_eos && eos_token_id >= 0) s.stop_ids.push_back(eos_token_id);
-  for (int32_t id : p.stop_token_ids) s.stop_ids.push_back(id);
-  s.suppress_stop = row.output_index < p.min_tokens && !s.stop_ids.empty();
+  const std::vector<int32_t> stop_ids = p.stop_ids(eos_token_id);
+  s.stop_ids.assign(stop_ids.begin(), stop_ids.end());
+  s.suppress_stop = !p.may_stop_at(row.output_index) && !s.stop_ids.empty();  // the stop rule: min_tokens
   s.logprobs = p.logprobs;
   return s;
 }
@@ -126,20 +127,30 @@ void dump_logits(std::FILE* file, const at::Tensor& logits, const std::vector<Sa
 
 }  // namespace
 
+void ModelRunner::check_pool_ids(const ScheduledSeq& row, int64_t step) const {
+  ENGINE_ASSERT(row.state_slot >= 1 && row.state_slot < options_.num_slots, "step ", step, ": sequence ", row.seq_id,
+                " has state slot ", row.state_slot, ", the runner's pool holds slots 1..", options_.num_slots - 1);
+  for (const int32_t block : row.block_table) {
+    ENGINE_ASSERT(block >= 1 && block < options_.num_blocks, "step ", step, ": sequence ", row.seq_id, " has block ", block,
+                  ", the runner's pool holds blocks 1..", options_.num_blocks - 1);
+  }
+}
+
 std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
-  TORCH_CHECK(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
+  ENGINE_ASSERT(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
   model::BatchInput input;
   std::vector<int64_t> pending_flat_rows, pending_source_rows;
   std::vector<SampledToken> rows;
   std::vector<SamplingRow> sampling;
   int64_t flat = 0;
   for (const ScheduledSeq& row : out.seqs) {
+    check_pool_ids(row, out.step);
     std::vector<int64_t> tokens(row.query_token_ids.begin(), row.query_token_ids.end());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       if (tokens[i] != kPendingToken) continue;
       auto it = last_rows_.find(row.seq_id);
-      TORCH_CHECK(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
-                  " has a pending token but step ", out.step - 1, " sampled none for it");
+      ENGINE_ASSERT(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
+                    " has a pending token but step ", out.step - 1, " sampled none for it");
       tokens[i] = 0;  // replaced on the device below
       pending_flat_rows.push_back(flat + static_cast<int64_t>(i));
       pending_source_rows.push_back(it->second);
@@ -152,7 +163,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
     if (row.sample) {
       input.sample_rows.push_back(flat - 1);
       rows.push_back(SampledToken{.seq_id = row.seq_id, .epoch = row.epoch, .token_id = 0});
-      sampling.push_back(sampling_row(row, config().eos_token_id));
+      sampling.push_back(sampling_row(row, out.eos_token_id));
     }
   }
   model::ForwardBatch batch = model::ForwardBatch::build(input, options_.device);

@@ -23,8 +23,10 @@ namespace deepinfer::engine {
 class ModelRunner final : public StepExecutor {
  public:
   struct Options {
-    int64_t num_blocks = 0;  // must equal the scheduler's (block 0 is padding)
-    int64_t num_slots = 0;   // must equal the scheduler's (slot 0 is padding)
+    // The pools behind the scheduler's ids: pipeline::engine_options derives both sides from one
+    // config; execute() checks every id it is given against them (block 0 / slot 0 are padding).
+    int64_t num_blocks = 0;
+    int64_t num_slots = 0;
     at::ScalarType dtype = at::kFloat;
     at::Device device = at::kCPU;
     model::DeepseekV4Model::Options model;
@@ -38,6 +40,8 @@ class ModelRunner final : public StepExecutor {
   // `weights` and `comm` must outlive the runner.
   ModelRunner(const model::ModelWeights& weights, model::ExpertCommunicator& comm, Options options);
 
+  // Throws InternalError naming the sequence and the id when a row's block or slot id does not
+  // fit the pools (a scheduler and runner sized differently).
   std::unique_ptr<PendingStep> execute(const SchedulerOutput& out) override;
   // One token at position 0 on padding block 0 / slot 0, nothing sampled; leaves the
   // previous step's sampled tokens (pending decode inputs) untouched.
@@ -46,6 +50,8 @@ class ModelRunner final : public StepExecutor {
   const model::ModelConfig& config() const { return model_.config(); }
 
  private:
+  void check_pool_ids(const ScheduledSeq& row, int64_t step) const;
+
   Options options_;
   model::DeepseekV4Model model_;
   model::ModelCache cache_;

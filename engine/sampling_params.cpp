@@ -35,6 +35,13 @@ void SamplingParams::validate() const {
   if (!error.empty()) throw std::invalid_argument("invalid sampling params: " + error);
 }
 
+std::vector<int32_t> SamplingParams::stop_ids(int32_t eos_token_id) const {
+  std::vector<int32_t> ids;
+  if (!ignore_eos && eos_token_id >= 0) ids.push_back(eos_token_id);
+  ids.insert(ids.end(), stop_token_ids.begin(), stop_token_ids.end());
+  return ids;
+}
+
 bool SamplingParams::is_stop_token(int32_t token_id) const {
   return std::find(stop_token_ids.begin(), stop_token_ids.end(), token_id) != stop_token_ids.end();
 }

@@ -1,8 +1,12 @@
 #pragma once
 // SamplingParams: the per-request knobs of generation, validated in one place.
-// Owns: the field set, defaults and the validity rules (with messages naming the value).
-// Does not own: applying them to logits (the sampler) or the stop decision at commit time
-// (the Scheduler reads ignore_eos, stop_token_ids, min_tokens and max_tokens).
+// Owns: the field set, defaults, the validity rules (with messages naming the value) and the
+// stop rule below. Does not own: applying them to logits (the sampler) or the stop decision at
+// commit time (the Scheduler reads ignore_eos, stop_token_ids, min_tokens and max_tokens).
+//
+// The stop rule has one definition, here, for the three places that apply it: the Scheduler
+// finishes a sequence on a stop id at commit time, the ModelRunner bans the stop ids in sampling
+// while they may not stop it yet, and the job (pipeline/) ignores stop strings completed then.
 
 #include <cstdint>
 #include <string>
@@ -28,7 +32,14 @@ struct SamplingParams {
   std::string validation_error() const;
   // Throws std::invalid_argument with validation_error().
   void validate() const;
-  bool is_stop_token(int32_t token_id) const;
+  bool is_stop_token(int32_t token_id) const;  // one of stop_token_ids
+
+  // Whether the output token at `output_index` (0-based) may end the request through a stop id
+  // or a stop string: min_tokens outputs precede it.
+  bool may_stop_at(int64_t output_index) const { return output_index >= min_tokens; }
+  // The ids that end the request: EOS (unless ignore_eos, or eos_token_id is -1 = none), then
+  // stop_token_ids. eos_token_id is the Scheduler's (Scheduler::Options::eos_token_id).
+  std::vector<int32_t> stop_ids(int32_t eos_token_id) const;
 };
 
 }  // namespace deepinfer::engine

@@ -68,8 +68,8 @@ std::string Scheduler::admission_error(const Sequence& seq) const {
 bool Scheduler::cancel(SeqId id) { return terminate(id, FinishReason::kAbort, "cancelled"); }
 
 bool Scheduler::terminate(SeqId id, FinishReason reason, std::string message) {
-  ENGINE_CHECK(reason == FinishReason::kAbort || reason == FinishReason::kStop || reason == FinishReason::kError,
-               "terminate(", id, ") with reason '", finish_reason_name(reason), "': use abort, stop or error");
+  ENGINE_ASSERT(reason == FinishReason::kAbort || reason == FinishReason::kStop || reason == FinishReason::kError,
+                "terminate(", id, ") with reason '", finish_reason_name(reason), "': use abort, stop or error");
   Sequence* seq = find_mutable(id);
   if (seq == nullptr || seq->is_finished()) return false;
   if (!seq->termination_pending()) {
@@ -113,19 +113,19 @@ void Scheduler::apply_ready_terminations() {
 }
 
 std::vector<CommittedToken> Scheduler::process(const StepResult& result) {
-  ENGINE_CHECK(!unprocessed_.empty(), "process(step ", result.step, ") but no step is waiting for its result");
+  ENGINE_ASSERT(!unprocessed_.empty(), "process(step ", result.step, ") but no step is waiting for its result");
   const StepRecord& record = unprocessed_.front();
-  ENGINE_CHECK(result.step == record.step, "process(step ", result.step, ") but the oldest unprocessed step is ",
-               record.step);
-  ENGINE_CHECK(result.tokens.size() == record.rows.size(), "step ", result.step, " result has ",
-               result.tokens.size(), " sampled tokens, ", record.rows.size(), " rows were sampled");
+  ENGINE_ASSERT(result.step == record.step, "process(step ", result.step, ") but the oldest unprocessed step is ",
+                record.step);
+  ENGINE_ASSERT(result.tokens.size() == record.rows.size(), "step ", result.step, " result has ",
+                result.tokens.size(), " sampled tokens, ", record.rows.size(), " rows were sampled");
   for (size_t i = 0; i < record.rows.size(); ++i) {
     const SampledToken& got = result.tokens[i];
     const SampledToken& want = record.rows[i];
-    ENGINE_CHECK(got.seq_id == want.seq_id && got.epoch == want.epoch, "step ", result.step, " row ", i,
-                 " is (seq ", got.seq_id, ", epoch ", got.epoch, "), scheduled was (seq ", want.seq_id, ", epoch ",
-                 want.epoch, ")");
-    ENGINE_CHECK(got.token_id >= 0, "step ", result.step, " row ", i, " has token id ", got.token_id);
+    ENGINE_ASSERT(got.seq_id == want.seq_id && got.epoch == want.epoch, "step ", result.step, " row ", i,
+                  " is (seq ", got.seq_id, ", epoch ", got.epoch, "), scheduled was (seq ", want.seq_id, ", epoch ",
+                  want.epoch, ")");
+    ENGINE_ASSERT(got.token_id >= 0, "step ", result.step, " row ", i, " has token id ", got.token_id);
   }
   unprocessed_.pop_front();
 
@@ -157,7 +157,7 @@ std::vector<CommittedToken> Scheduler::process(const StepResult& result) {
 FinishReason Scheduler::stop_reason(const Sequence& seq, int32_t token_id, std::string* message) const {
   const SamplingParams& params = seq.params();
   const int32_t num_outputs = seq.num_output_tokens();
-  if (num_outputs > params.min_tokens) {  // at least min_tokens tokens precede a stop token
+  if (params.may_stop_at(num_outputs - 1)) {  // the stop rule (sampling_params.h)
     if (!params.ignore_eos && token_id == options_.eos_token_id) {
       *message = "eos";
       return FinishReason::kStop;

@@ -54,7 +54,7 @@ class Scheduler final {
   SeqId add_request(std::string request_id, std::vector<int32_t> prompt_token_ids, SamplingParams params);
 
   SchedulerOutput schedule();
-  // Commits the result of the oldest unprocessed step (throws std::invalid_argument if the
+  // Commits the result of the oldest unprocessed step (throws InternalError if the
   // step index or its rows do not match what was scheduled) and returns the tokens appended.
   std::vector<CommittedToken> process(const StepResult& result);
 
@@ -85,7 +85,7 @@ class Scheduler final {
   BlockSnapshot block_snapshot() const { return block_manager_.snapshot(); }
   SlotSnapshot slot_snapshot() const { return state_manager_.snapshot(); }
 
-  // Throws std::logic_error naming the sequence/block/slot if any invariant is broken:
+  // Throws InternalError naming the sequence/block/slot if any invariant is broken:
   // - every usable block and slot is free or owned by exactly one running sequence
   //   (reference count 1); block 0 and slot 0 are never handed out;
   // - running <=> holds a slot and >= 1 block (released together); waiting/finished hold none;

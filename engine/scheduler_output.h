@@ -41,6 +41,9 @@ struct SchedulerOutput {
   std::vector<ScheduledSeq> seqs;   // batch order
   int32_t num_batched_tokens = 0;   // sum of num_query_tokens, <= max_num_batched_tokens
   int32_t num_sampled = 0;          // rows with sample == true
+  // The EOS id of the stop rule (Scheduler::Options::eos_token_id; -1: none): the sampler bans
+  // the rows' stop ids (SamplingParams::stop_ids) while the rule does not let them stop.
+  int32_t eos_token_id = -1;
   // Since the previous schedule(): rejected at admission (finish reason error), finished at a
   // commit point (stop, length), preempted by this schedule() (back to waiting, epoch bumped),
   // terminated through the cancellation order (abort, or an external stop).

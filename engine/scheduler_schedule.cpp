@@ -16,6 +16,7 @@ SchedulerOutput Scheduler::schedule() {
   apply_ready_terminations();
   SchedulerOutput out;
   out.step = next_step_++;
+  out.eos_token_id = options_.eos_token_id;
   out.ignored = std::move(report_ignored_);
   out.finished = std::move(report_finished_);
   out.cancelled = std::move(report_cancelled_);

@@ -22,7 +22,7 @@ Sequence::Sequence(SeqId id, std::string request_id, std::vector<int32_t> prompt
       params_(std::move(params)),
       token_ids_(std::move(prompt_token_ids)),
       num_prompt_tokens_(static_cast<int32_t>(token_ids_.size())) {
-  ENGINE_CHECK(params_ != nullptr, "sequence ", id_, " has no sampling params");
+  ENGINE_ASSERT(params_ != nullptr, "sequence ", id_, " has no sampling params");
   metrics_.arrival_step = arrival_step;
 }
 

@@ -5,7 +5,7 @@
 //   GPU view:   get_len() = num_tokens() + num_inflight_tokens (sampled, not yet committed)
 //   KV view:    num_cached_tokens: positions whose KV/state is written or scheduled to be
 // Decode is legal only when num_cached_tokens == get_len() - 1.
-// Owns: the legality of each transition (each method checks it and throws std::logic_error).
+// Owns: the legality of each transition (each method checks it and throws InternalError).
 // Does not own: policy (when to admit, preempt or finish: the Scheduler) or the pools the
 // block and slot ids come from (BlockManager, StateManager).
 
@@ -77,7 +77,7 @@ class Sequence final {
   RequestMetrics& metrics() { return metrics_; }
   const RequestMetrics& metrics() const { return metrics_; }
 
-  // --- Transitions, called by the Scheduler. Each throws std::logic_error if illegal. ---
+  // --- Transitions, called by the Scheduler. Each throws InternalError if illegal. ---
   // waiting -> running with the blocks for all num_tokens() and one state slot.
   void admit(std::vector<int32_t> blocks, int32_t slot);
   void append_block(int32_t block);

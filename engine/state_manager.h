@@ -33,9 +33,9 @@ class StateManager final {
   int32_t num_used_slots() const { return num_usable_slots() - num_free_slots(); }
 
   bool can_allocate() const { return !free_.empty(); }
-  // A free slot (lowest ids first on a fresh pool). Throws std::logic_error if none is free.
+  // A free slot (lowest ids first on a fresh pool). Throws InternalError if none is free.
   int32_t allocate();
-  // Throws on slot 0, an id out of range or a slot that is already free.
+  // Throws InternalError on slot 0, an id out of range or a slot that is already free.
   void free(int32_t slot);
   void free(std::span<const int32_t> slots);
 

@@ -13,13 +13,13 @@ OutputText::OutputText(std::shared_ptr<const Tokenizer> tokenizer, Options optio
   }
 }
 
-bool OutputText::push(int32_t token_id) {
+bool OutputText::push(int32_t token_id, bool may_stop) {
   if (stopped()) return false;
   ++num_tokens_;
   if (!tokenizer_->contains(token_id)) return false;
   const std::size_t old_size = text_.size();
   text_ += detokenizer_.push(token_id);
-  if (text_.size() == old_size || num_tokens_ <= options_.min_tokens) return false;
+  if (text_.size() == old_size || !may_stop) return false;
   // No stop string ended inside text_[0, old_size), so a new one ends after old_size: it
   // starts at or after old_size - (its length - 1).
   std::size_t best = std::string::npos;

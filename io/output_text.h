@@ -23,7 +23,6 @@ class OutputText final {
  public:
   struct Options {
     std::vector<std::string> stop;  // stop strings, each non-empty valid UTF-8
-    int64_t min_tokens = 0;         // stop strings count only from output token min_tokens + 1 on
   };
 
   // Throws std::invalid_argument for a null tokenizer or a stop string that is empty or not UTF-8.
@@ -33,8 +32,10 @@ class OutputText final {
   // then cut before that string and later tokens are ignored. Only complete characters are
   // searched (a character split across tokens counts when its last byte arrives). If one
   // token completes several stop strings, the one starting first wins (then the one listed
-  // first).
-  bool push(int32_t token_id);
+  // first). may_stop = false (the engine's stop rule, SamplingParams::may_stop_at: min_tokens
+  // not reached) adds the token's text without searching it: a stop string ending there
+  // never counts.
+  bool push(int32_t token_id, bool may_stop = true);
 
   bool stopped() const { return stop_index_ >= 0; }
   // The stop string found; requires stopped().

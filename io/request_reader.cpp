@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <stdexcept>
@@ -274,6 +275,16 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
 RequestReader::RequestReader(std::vector<std::string> files, Options options)
     : files_(std::move(files)), options_(options), buffer_(1 << 20) {
   if (files_.empty()) throw std::invalid_argument("RequestReader: no input files");
+  for (const std::string& path : files_) {
+    std::error_code error;  // a missing file is reported when it is opened
+    const bool regular = std::filesystem::is_regular_file(path, error);
+    const auto size = regular ? std::filesystem::file_size(path, error) : 0;
+    if (!regular || error) {
+      total_bytes_ = -1;
+      break;
+    }
+    total_bytes_ += static_cast<int64_t>(size);
+  }
 }
 
 RequestReader::~RequestReader() {
@@ -324,8 +335,10 @@ bool RequestReader::read_line(std::string* line, bool* too_long) {
       }
     }
     buffer_pos_ += take;
+    bytes_read_ += static_cast<int64_t>(take);
     if (newline) {
       ++buffer_pos_;
+      ++bytes_read_;
       return true;
     }
   }

@@ -52,6 +52,11 @@ class RequestReader final {
   // Throws std::runtime_error only when a file cannot be opened or read.
   bool next(RequestItem* item);
   int64_t lines_read() const { return lines_read_; }
+  // Progress through the input without a second pass: the bytes of the lines read so far
+  // (newlines and blank lines included), and the inputs' total size as it was at
+  // construction, or -1 when a file's size is unknown (not a regular file).
+  int64_t bytes_read() const { return bytes_read_; }
+  int64_t total_bytes() const { return total_bytes_; }
 
  private:
   bool read_line(std::string* line, bool* too_long);
@@ -66,6 +71,8 @@ class RequestReader final {
   std::size_t buffer_end_ = 0;
   int64_t line_number_ = 0;
   int64_t lines_read_ = 0;
+  int64_t bytes_read_ = 0;
+  int64_t total_bytes_ = 0;
   std::unordered_map<std::string, InputLocation> seen_ids_;  // duplicate detection
 };
 

@@ -17,7 +17,9 @@
 namespace deepinfer::launch {
 namespace {
 
-std::pair<int64_t, int64_t> parse_range(const Args& args, const std::string& name) {
+using Range = std::pair<int64_t, int64_t>;
+
+Range parse_range(const Args& args, const std::string& name) {
   const std::string text = args.get(name);
   const auto colon = text.find(':');
   try {
@@ -30,8 +32,7 @@ std::pair<int64_t, int64_t> parse_range(const Args& args, const std::string& nam
 }
 
 // Writes the prompts file; returns the number of prompt and output tokens requested.
-std::pair<int64_t, int64_t> write_prompts(const std::string& path, int64_t n, std::pair<int64_t, int64_t> in,
-                                          std::pair<int64_t, int64_t> out, int64_t vocab, uint64_t seed) {
+Range write_prompts(const std::string& path, int64_t n, Range in, Range out, int64_t vocab, uint64_t seed) {
   std::mt19937_64 rng(seed);
   auto draw = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
   std::string text;
@@ -50,75 +51,103 @@ std::pair<int64_t, int64_t> write_prompts(const std::string& path, int64_t n, st
   return {in_tokens, out_tokens};
 }
 
+// One benchmark: the model, the job settings and the workload.
+struct Bench {
+  std::string model;
+  pipeline::JobConfig config;
+  int64_t num_prompts = 0;
+  Range input_len, output_len;
+  int64_t warmup_prompts = 0;
+  at::Device device = at::kCPU;
+  at::ScalarType dtype = at::kFloat;
+};
+
+Bench parse_bench(const Args& args) {
+  Bench b;
+  b.config = job_config_from(args);
+  b.num_prompts = args.get_int("num-prompts", 0);
+  if (b.num_prompts < 1) throw std::invalid_argument("--num-prompts must be >= 1");
+  b.input_len = parse_range(args, "input-len");
+  b.output_len = parse_range(args, "output-len");
+  b.warmup_prompts = args.get_int("warmup-prompts", std::min<int64_t>(b.num_prompts, b.config.max_num_seqs));
+  b.device = resolve_device(b.config.device);
+  b.dtype = resolve_dtype(b.config.dtype, b.device);
+  b.model = args.get("model");
+  return b;
+}
+
+// The warm-up job (when asked for), then the timed one, on one model runner; the prompts and
+// outputs live in a temporary directory (the timed prompts are copied to `prompts_out` if set).
+pipeline::JobOutcome run_jobs(const Bench& b, const std::string& prompts_out) {
+  auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed);
+  const model::ModelConfig& model_config = source.weights->config();
+  const pipeline::EngineOptions engine = pipeline::engine_options(b.config, model_config, b.dtype, b.device);
+  model::SingleRankCommunicator comm;
+  engine::ModelRunner runner(*source.weights, comm, engine.runner);
+
+  char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
+  if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");
+  const std::filesystem::path dir(pattern);
+  auto run = [&](const std::string& name, int64_t n, Range out_len) {
+    const std::string prompts = (dir / (name + ".jsonl")).string();
+    write_prompts(prompts, n, b.input_len, out_len, model_config.vocab_size, name == "warmup" ? 1 : 0);
+    pipeline::JobOptions job = job_options_for(b.config, model_config, engine);
+    job.tokenizer = source.tokenizer;  // results get "text", as in a real job
+    job.inputs = {prompts};
+    job.output_dir = (dir / name).string();
+    job.job_json = "{}";
+    return pipeline::GenerateJob(job, runner).run();
+  };
+  if (b.warmup_prompts > 0) run("warmup", b.warmup_prompts, {1, 16});
+  const pipeline::JobOutcome outcome = run("timed", b.num_prompts, b.output_len);
+  if (!prompts_out.empty()) std::filesystem::copy_file(dir / "timed.jsonl", prompts_out, std::filesystem::copy_options::overwrite_existing);
+  io::remove_tree(dir.string());
+  return outcome;
+}
+
+const char* dtype_name(at::ScalarType dtype) { return dtype == at::kBFloat16 ? "bfloat16" : "float32"; }
+
+void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
+  const double s = std::max(outcome.elapsed_s, 1e-9);
+  const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
+  std::printf("model: %s | hardware: %s | dtype: %s\n", b.model.c_str(), hardware_description(b.device).c_str(), dtype_name(b.dtype));
+  std::printf("workload: %ld prompts, input %ld:%ld, output %ld:%ld (ignore_eos), max_num_seqs %d, max_num_batched_tokens %d, "
+              "warm-up %ld prompts excluded\n",
+              long(b.num_prompts), long(b.input_len.first), long(b.input_len.second), long(b.output_len.first), long(b.output_len.second),
+              b.config.max_num_seqs, b.config.max_num_batched_tokens, long(b.warmup_prompts));
+  std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", outcome.requests_run / s, total_tps,
+              outcome.output_tokens / s);
+  std::printf("Mean TTFT: %.1f ms, mean TPOT: %.2f ms, elapsed %.2f s, steps %ld, preemptions %ld\n", outcome.mean_ttft_ms,
+              outcome.mean_tpot_ms, outcome.elapsed_s, long(outcome.steps), long(outcome.preemptions));
+}
+
+void write_json(const Bench& b, const pipeline::JobOutcome& outcome, const std::string& path) {
+  const double s = std::max(outcome.elapsed_s, 1e-9);
+  io::JsonWriter w;
+  w.begin_object().key("model").value(b.model).key("hardware").value(hardware_description(b.device));
+  w.key("dtype").value(dtype_name(b.dtype)).key("num_prompts").value(b.num_prompts);
+  w.key("input_len").begin_array().value(b.input_len.first).value(b.input_len.second).end_array();
+  w.key("output_len").begin_array().value(b.output_len.first).value(b.output_len.second).end_array();
+  w.key("max_num_seqs").value(b.config.max_num_seqs).key("max_num_batched_tokens").value(b.config.max_num_batched_tokens);
+  w.key("warmup_prompts").value(b.warmup_prompts).key("elapsed_s").value(outcome.elapsed_s);
+  w.key("requests_per_s").value(outcome.requests_run / s).key("total_tokens_per_s").value((outcome.prompt_tokens + outcome.output_tokens) / s);
+  w.key("output_tokens_per_s").value(outcome.output_tokens / s).key("input_tokens").value(outcome.prompt_tokens);
+  w.key("output_tokens").value(outcome.output_tokens).key("mean_ttft_ms").value(outcome.mean_ttft_ms);
+  w.key("mean_tpot_ms").value(outcome.mean_tpot_ms).key("preemptions").value(outcome.preemptions).end_object();
+  io::write_file_atomically(path, w.str() + "\n");
+}
+
 }  // namespace
 
 int bench_command(int argc, char** argv) {
   auto value_options = job_value_options();
   value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out"});
   Args args(argc, argv, 2, value_options, {"no-overlap"});
-  const auto config = job_config_from(args);
-  const int64_t num_prompts = args.get_int("num-prompts", 0);
-  if (num_prompts < 1) throw std::invalid_argument("--num-prompts must be >= 1");
-  const auto input_len = parse_range(args, "input-len");
-  const auto output_len = parse_range(args, "output-len");
-  const at::Device device = resolve_device(config.device);
-  const at::ScalarType dtype = resolve_dtype(config.dtype, device);
-
-  const std::string spec = args.get("model");
-  auto source = pipeline::load_model_source(spec, dtype, device, config.seed);
-  const model::ModelConfig& model_config = source.weights->config();
-  model::SingleRankCommunicator comm;
-  engine::ModelRunner runner(*source.weights, comm,
-                             {.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
-                              .device = device, .model = {}, .debug_logits_path = {}});
-
-  char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
-  if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");
-  const std::filesystem::path dir(pattern);
-  auto run = [&](const std::string& name, int64_t n, std::pair<int64_t, int64_t> out_len) {
-    const std::string prompts = (dir / (name + ".jsonl")).string();
-    write_prompts(prompts, n, input_len, out_len, model_config.vocab_size, name == "warmup" ? 1 : 0);
-    pipeline::JobOptions job = job_options_for(config, model_config);
-    job.tokenizer = source.tokenizer;  // results get "text", as in a real job
-    job.inputs = {prompts};
-    job.output_dir = (dir / name).string();
-    job.job_json = "{}";
-    return pipeline::run_generate_job(job, runner);
-  };
-  const int64_t warmup_prompts = args.get_int("warmup-prompts", std::min<int64_t>(num_prompts, config.max_num_seqs));
-  if (warmup_prompts > 0) run("warmup", warmup_prompts, {1, 16});
-  const pipeline::JobOutcome outcome = run("timed", num_prompts, output_len);
-  if (args.has("prompts-out")) std::filesystem::copy_file(dir / "timed.jsonl", args.get("prompts-out"),
-                                                          std::filesystem::copy_options::overwrite_existing);
-  io::remove_tree(dir.string());
-
+  const Bench bench = parse_bench(args);
+  const pipeline::JobOutcome outcome = run_jobs(bench, args.get_or("prompts-out", ""));
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
-  const double s = std::max(outcome.elapsed_s, 1e-9);
-  const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
-  std::printf("model: %s | hardware: %s | dtype: %s\n", spec.c_str(), hardware_description(device).c_str(),
-              dtype == at::kBFloat16 ? "bfloat16" : "float32");
-  std::printf("workload: %ld prompts, input %ld:%ld, output %ld:%ld (ignore_eos), max_num_seqs %d, max_num_batched_tokens %d, "
-              "warm-up %ld prompts excluded\n",
-              long(num_prompts), long(input_len.first), long(input_len.second), long(output_len.first), long(output_len.second),
-              config.max_num_seqs, config.max_num_batched_tokens, long(warmup_prompts));
-  std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", outcome.requests_run / s, total_tps,
-              outcome.output_tokens / s);
-  std::printf("Mean TTFT: %.1f ms, mean TPOT: %.2f ms, elapsed %.2f s, steps %ld, preemptions %ld\n", outcome.mean_ttft_ms,
-              outcome.mean_tpot_ms, outcome.elapsed_s, long(outcome.steps), long(outcome.preemptions));
-  if (args.has("json")) {
-    io::JsonWriter w;
-    w.begin_object().key("model").value(spec).key("hardware").value(hardware_description(device));
-    w.key("dtype").value(dtype == at::kBFloat16 ? "bfloat16" : "float32").key("num_prompts").value(num_prompts);
-    w.key("input_len").begin_array().value(input_len.first).value(input_len.second).end_array();
-    w.key("output_len").begin_array().value(output_len.first).value(output_len.second).end_array();
-    w.key("max_num_seqs").value(config.max_num_seqs).key("max_num_batched_tokens").value(config.max_num_batched_tokens);
-    w.key("warmup_prompts").value(warmup_prompts).key("elapsed_s").value(outcome.elapsed_s);
-    w.key("requests_per_s").value(outcome.requests_run / s).key("total_tokens_per_s").value(total_tps);
-    w.key("output_tokens_per_s").value(outcome.output_tokens / s).key("input_tokens").value(outcome.prompt_tokens);
-    w.key("output_tokens").value(outcome.output_tokens).key("mean_ttft_ms").value(outcome.mean_ttft_ms);
-    w.key("mean_tpot_ms").value(outcome.mean_tpot_ms).key("preemptions").value(outcome.preemptions).end_object();
-    io::write_file_atomically(args.get("json"), w.str() + "\n");
-  }
+  print_figures(bench, outcome);
+  if (args.has("json")) write_json(bench, outcome, args.get("json"));
   return 0;
 }
 

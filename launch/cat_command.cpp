@@ -12,8 +12,8 @@
 #include "io/record_file.h"
 #include "launch/args.h"
 #include "launch/commands.h"
-#include "pipeline/generate_job.h"
 #include "pipeline/job_files.h"
+#include "pipeline/sharding.h"
 
 namespace deepinfer::launch {
 namespace fs = std::filesystem;

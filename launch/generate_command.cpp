@@ -41,6 +41,7 @@ std::string debug_logits_path(int rank) {
 
 struct Running {
   pipeline::ModelSource model;
+  pipeline::EngineOptions engine;  // the scheduler's and the runner's, from one derivation
   std::unique_ptr<model::ExpertCommunicator> comm;
   std::unique_ptr<engine::ModelRunner> runner;
 };
@@ -64,11 +65,29 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
                                         " tokens (text prompts, stop strings, \"text\" in results)").c_str()
                                      : "no tokenizer.json: token-id prompts only");
   }
-  running->runner = std::make_unique<engine::ModelRunner>(
-      *running->model.weights, *running->comm,
-      engine::ModelRunner::Options{.num_blocks = config.num_blocks, .num_slots = config.max_num_seqs + 1, .dtype = dtype,
-                                   .device = device, .model = {}, .debug_logits_path = debug_logits_path(mpi.rank())});
+  running->engine = pipeline::engine_options(config, running->model.weights->config(), dtype, device);
+  engine::ModelRunner::Options runner = running->engine.runner;
+  runner.debug_logits_path = debug_logits_path(mpi.rank());
+  running->runner = std::make_unique<engine::ModelRunner>(*running->model.weights, *running->comm, runner);
   return running;
+}
+
+// The end of a finished job: the ranks' outcomes gathered (a collective: rank 0 returns from
+// it only after every rank closed its results file), then rank 0 writes manifest.json and
+// summary.json and prints the figures.
+void finish_job(const pipeline::JobOutcome& outcome, const std::string& job_json, const std::string& output, at::Device device,
+                const MpiSession& mpi) {
+  const auto outcomes = mpi.gather_outcomes(outcome);
+  if (mpi.rank() != 0) return;
+  pipeline::write_manifest(output, job_json, mpi.world_size());
+  const std::string throughput = pipeline::write_summary(
+      output, outcomes,
+      mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device) : hardware_description(device));
+  std::printf("%s\n", throughput.c_str());
+  int64_t records = 0;
+  for (const auto& o : outcomes) records += o.records;
+  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(),
+              mpi.world_size() > 1 ? "s" : "");
 }
 
 int run_generate(int argc, char** argv, const MpiSession& mpi) {
@@ -87,7 +106,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 
   auto running = start_model(args.get("model"), config, device, dtype, mpi);
-  pipeline::JobOptions job = job_options_for(config, running->model.weights->config());
+  pipeline::JobOptions job = job_options_for(config, running->model.weights->config(), running->engine);
   job.tokenizer = running->model.tokenizer;
   job.inputs = inputs;
   job.output_dir = output;
@@ -105,24 +124,13 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   job.stop_requested = &g_stop_requested;
   job.progress = print_progress;
 
-  const pipeline::JobOutcome outcome = pipeline::run_generate_job(job, *running->runner);
+  const pipeline::JobOutcome outcome = pipeline::GenerateJob(job, *running->runner).run();
   if (outcome.interrupted) {
     std::fprintf(stderr, "stopped by a signal: %ld records kept in %s; rerun with --resume to finish\n", long(outcome.records),
                  output.c_str());
     return 130;
   }
-  // A collective: rank 0 returns from it only after every rank closed its results file.
-  const auto outcomes = mpi.gather_outcomes(outcome);
-  if (mpi.rank() != 0) return 0;
-  pipeline::write_manifest(output, job.job_json, mpi.world_size());
-  const std::string throughput = pipeline::write_summary(
-      output, outcomes,
-      mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device) : hardware_description(device));
-  std::printf("%s\n", throughput.c_str());
-  int64_t records = 0;
-  for (const auto& o : outcomes) records += o.records;
-  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(),
-              mpi.world_size() > 1 ? "s" : "");
+  finish_job(outcome, job.job_json, output, device, mpi);
   return 0;
 }
 

@@ -53,16 +53,11 @@ std::string hardware_description(at::Device device) {
   return "cpu (" + std::to_string(std::thread::hardware_concurrency()) + " threads)";
 }
 
-pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model) {
+pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model,
+                                     const pipeline::EngineOptions& engine) {
   pipeline::JobOptions o;
   o.seed = config.seed;
-  o.scheduler.block_size = 128;
-  o.scheduler.num_blocks = config.num_blocks;
-  o.scheduler.num_slots = config.max_num_seqs + 1;
-  o.scheduler.max_num_seqs = config.max_num_seqs;
-  o.scheduler.max_num_batched_tokens = config.max_num_batched_tokens;
-  o.scheduler.max_model_len = static_cast<int32_t>(std::min<int64_t>(config.max_model_len, model.max_position_embeddings));
-  o.scheduler.eos_token_id = static_cast<int32_t>(model.eos_token_id);
+  o.scheduler = engine.scheduler;
   o.vocab_size = model.vocab_size;
   o.bos_token_id = static_cast<int32_t>(model.bos_token_id);
   o.overlap = config.overlap;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "launch/args.h"
+#include "pipeline/engine_options.h"
 #include "pipeline/generate_job.h"
 #include "pipeline/job_config.h"
 #include "pipeline/model_source.h"
@@ -26,8 +27,10 @@ at::Device resolve_device(const std::string& device, int local_rank = 0);
 at::ScalarType resolve_dtype(const std::string& dtype, at::Device device);
 std::string hardware_description(at::Device device);
 
-// Job options for one rank (scheduler sized from the config and the model).
-pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model);
+// Job options for one rank; the scheduler's are engine.scheduler (pipeline/engine_options.h),
+// the ones the model runner was built with.
+pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model,
+                                     const pipeline::EngineOptions& engine);
 
 // The fingerprint of everything that decides the results (compared on --resume, kept in the
 // manifest): model, inputs (sha256), seed, scheduler sizes, device, dtype, world size.

@@ -1,12 +1,12 @@
-// deepinfer: the command-line entry point. The only place that catches and exits.
+// deepinfer: the command-line entry point. The only place that catches and exits
+// (launch/exit_code.h maps an error to its exit code).
 #include <cstdio>
-#include <exception>
 #include <functional>
 #include <map>
-#include <stdexcept>
 #include <string>
 
 #include "launch/commands.h"
+#include "launch/exit_code.h"
 
 namespace {
 
@@ -37,20 +37,12 @@ int main(int argc, char** argv) {
   const std::map<std::string, Command> commands = deepinfer::launch::all_commands();
   if (argc < 2 || std::string(argv[1]) == "help" || std::string(argv[1]) == "--help") {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
+    return argc < 2 ? deepinfer::launch::kExitBadArguments : 0;
   }
   auto it = commands.find(argv[1]);
   if (it == commands.end()) {
     std::fprintf(stderr, "deepinfer: unknown command '%s'\n%s", argv[1], kUsage);
-    return 2;
+    return deepinfer::launch::kExitBadArguments;
   }
-  try {
-    return it->second(argc, argv);
-  } catch (const std::invalid_argument& error) {
-    std::fprintf(stderr, "deepinfer %s: %s\n", argv[1], error.what());
-    return 2;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "deepinfer %s: error: %s\n", argv[1], error.what());
-    return 1;
-  }
+  return deepinfer::launch::run_reporting_errors(argv[1], [&] { return it->second(argc, argv); });
 }

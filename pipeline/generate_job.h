@@ -1,11 +1,13 @@
 #pragma once
-// One rank's batch job: reads its share of the input lines, admits them gradually into the
-// scheduler (memory bounded by the admission window, not the input size), runs the step loop
-// to the end, and writes results in input order plus per-step metrics.
-// Owns: admission, the request -> record mapping, output text and stop strings (checked as
-// each token is committed, ended through Scheduler::terminate), deadline and stop handling,
-// progress.
-// Does not own: policy (Scheduler), execution (StepExecutor), file formats (io/).
+// One rank's batch job: admits its share of the input gradually into the scheduler, runs the
+// step loop to the end, and writes results in input order plus per-step metrics. The run loop
+// (GenerateJob::run) names the phases of each iteration: stop and deadline checks, admission,
+// the ranks' agreement to go on, one step, finished requests to records, progress.
+// Owns: the job's phases and what connects them: the live requests, stop strings (checked as
+// each token is committed, ended through Scheduler::terminate), deadline and signal handling.
+// Does not own: sharding (sharding.h), reading and admitting (admission.h), records
+// (record_builder.h), figures (job_stats.h, progress.h), policy (Scheduler), execution
+// (StepExecutor), file formats (io/).
 
 #include <atomic>
 #include <cstdint>
@@ -17,7 +19,16 @@
 
 #include "engine/scheduler.h"
 #include "engine/step_executor.h"
-#include "io/request_reader.h"
+#include "io/record_file.h"
+#include "io/tokenizer.h"
+#include "pipeline/admission.h"
+#include "pipeline/job_files.h"
+#include "pipeline/job_stats.h"
+#include "pipeline/live_request.h"
+#include "pipeline/ordered_output.h"
+#include "pipeline/progress.h"
+#include "pipeline/sharding.h"
+#include "pipeline/step_loop.h"
 
 namespace deepinfer::pipeline {
 
@@ -31,7 +42,7 @@ struct JobOptions {
   std::vector<std::string> inputs;
   std::string output_dir;
   uint64_t seed = 0;                     // job seed: derives the seeds of unseeded requests
-  engine::Scheduler::Options scheduler;  // pool sizes, budgets, eos, max_model_len
+  engine::Scheduler::Options scheduler;  // pipeline::engine_options (engine_options.h) in a real job
   int64_t vocab_size = 0;                // token ids are checked against it
   int32_t bos_token_id = -1;             // the model config's: text prompts' BOS where the tokenizer adds none
   // From the model directory's tokenizer.json: text prompts, stop strings and each result's
@@ -52,37 +63,43 @@ struct JobOptions {
   std::function<void(const std::string&)> progress;   // a line of progress (stderr in the CLI)
 };
 
-struct JobOutcome {
-  bool interrupted = false;        // stopped by a signal: results left resumable (.partial)
-  int64_t records = 0;             // records in this rank's results file
-  int64_t requests_run = 0;        // requests finished in this run (not counting resumed ones)
-  int64_t prompt_tokens = 0;       // of the requests run
-  int64_t output_tokens = 0;
-  int64_t steps = 0;
-  int64_t preemptions = 0;
-  double elapsed_s = 0;
-  double mean_ttft_ms = 0;         // over requests run that produced a token
-  double mean_tpot_ms = 0;         // over requests run with >= 2 output tokens
-  std::vector<std::string> finish_reasons;  // counts as "reason=N"
-};
-
-// Which rank owns each input item, in global input order (every rank reads every line and
-// makes the same decisions): the item goes to the rank with the smallest load so far (ties:
-// the lowest rank), then that rank's load grows by 1 + the item's prompt tokens (0 for a line
-// that is an error). Streaming, the same on every rerun, recorded as "sharding":
-// kShardingName in job.json. `deepinfer cat` inverts it from the records' num_prompt_tokens.
-inline constexpr const char* kShardingName = "balanced-by-prompt-tokens";
-class OwnerRank final {
+class GenerateJob final {
  public:
-  explicit OwnerRank(int world_size);
-  int peek() const;                 // owner of the next item (it does not depend on the item)
-  int next(int64_t prompt_tokens);  // owner of the next item, which then counts as assigned
- private:
-  std::vector<int64_t> load_;
-};
-// The prompt tokens that sharding counts for an input item.
-int64_t sharding_tokens(const io::RequestItem& item);
+  // `executor` must outlive the job.
+  GenerateJob(JobOptions options, engine::StepExecutor& executor);
 
-JobOutcome run_generate_job(const JobOptions& options, engine::StepExecutor& executor);
+  // Runs the job to its end, or until a signal (then the results stay resumable). Once.
+  JobOutcome run();
+
+ private:
+  JobOutcome join_without_work(int64_t records);
+  void open(ResumeState resume);
+  bool stop_requested() const;
+  bool deadline_passed() const;
+  void abort_what_is_left();
+  bool another_step(bool stopping);
+  void on_processed(const std::vector<engine::CommittedToken>& committed, const StepTiming& timing);
+  void collect_finished();
+  void write_record(int64_t index, const ResultRecord& record);
+  ProgressFigures progress_figures() const;
+  JobOutcome finish();
+  double elapsed_s() const;
+
+  JobOptions o_;
+  engine::StepExecutor& executor_;
+  engine::Scheduler scheduler_;
+  Clock::time_point start_;
+  int64_t records_before_ = 0;  // complete records a resumed run started from
+  // Opened by open(), unless a resumed rank has nothing left to do.
+  std::optional<OrderedOutput> output_;
+  std::unique_ptr<io::RecordWriter> metrics_;
+  std::optional<Admission> admission_;
+  LiveRequests live_;
+  JobStats stats_;
+  Progress progress_;
+  bool started_ = false;
+  bool interrupted_ = false;
+  bool deadline_hit_ = false;
+};
 
 }  // namespace deepinfer::pipeline

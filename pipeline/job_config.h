@@ -12,7 +12,7 @@ namespace deepinfer::pipeline {
 struct JobConfig {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 4096;
-  int32_t num_blocks = 1024;         // 128-token blocks, padding block included
+  int32_t num_blocks = 1024;         // KV blocks of model::kBlockTokens tokens, padding block included
   int32_t max_model_len = 8192;      // prompt + output tokens
   uint64_t seed = 0;
   std::string device = "auto";       // auto (cuda if present), cpu, cuda

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/generate_job.h"
+#include "pipeline/job_stats.h"
 
 namespace deepinfer::pipeline {
 

@@ -1,6 +1,6 @@
 #include "pipeline/ordered_output.h"
 
-#include <stdexcept>
+#include "engine/check.h"
 
 namespace deepinfer::pipeline {
 
@@ -8,8 +8,7 @@ OrderedOutput::OrderedOutput(std::unique_ptr<io::RecordWriter> writer, int64_t f
     : writer_(std::move(writer)), next_index_(first_index) {}
 
 void OrderedOutput::add(int64_t index, std::string json) {
-  if (index < next_index_ || pending_.count(index))
-    throw std::logic_error("OrderedOutput: record " + std::to_string(index) + " added twice");
+  ENGINE_ASSERT(index >= next_index_ && !pending_.count(index), "OrderedOutput: record ", index, " added twice");
   pending_.emplace(index, std::move(json));
   for (auto it = pending_.begin(); it != pending_.end() && it->first == next_index_; it = pending_.erase(it)) {
     writer_->append(it->second);
@@ -18,9 +17,8 @@ void OrderedOutput::add(int64_t index, std::string json) {
 }
 
 void OrderedOutput::close(int64_t end) {
-  if (next_index_ != end || !pending_.empty())
-    throw std::logic_error("OrderedOutput: closing at record " + std::to_string(next_index_) + " of " + std::to_string(end) +
-                           " with " + std::to_string(pending_.size()) + " waiting");
+  ENGINE_ASSERT(next_index_ == end && pending_.empty(), "OrderedOutput: closing at record ", next_index_, " of ", end, " with ",
+                pending_.size(), " waiting");
   writer_->close();
 }
 

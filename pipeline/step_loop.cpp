@@ -1,7 +1,6 @@
 #include "pipeline/step_loop.h"
 
-#include <stdexcept>
-#include <string>
+#include "engine/check.h"
 
 namespace deepinfer::pipeline {
 namespace {
@@ -45,8 +44,7 @@ void StepLoop::process(InFlight& done) {
   engine::ExecutedStep executed;
   if (done.pending) {
     executed = done.pending->wait();
-    if (executed.result.step != timing.step)
-      throw std::logic_error("executor returned step " + std::to_string(executed.result.step) + " for step " + std::to_string(timing.step));
+    ENGINE_ASSERT(executed.result.step == timing.step, "executor returned step ", executed.result.step, " for step ", timing.step);
   } else {
     executed.result.step = timing.step;
   }

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/check.h"
+
 namespace deepinfer::engine {
 namespace {
 
@@ -19,7 +21,7 @@ TEST(BlockManagerTest, BlocksForTokensRoundsUp) {
   EXPECT_EQ(manager.blocks_for_tokens(1), 1);
   EXPECT_EQ(manager.blocks_for_tokens(128), 1);
   EXPECT_EQ(manager.blocks_for_tokens(129), 2);
-  EXPECT_THROW(manager.blocks_for_tokens(-1), std::invalid_argument);
+  EXPECT_THROW(manager.blocks_for_tokens(-1), InternalError);
 }
 
 TEST(BlockManagerTest, NeverHandsOutBlockZero) {
@@ -30,7 +32,7 @@ TEST(BlockManagerTest, NeverHandsOutBlockZero) {
   EXPECT_EQ(blocks, (std::vector<int32_t>{1, 2, 3, 4}));
   EXPECT_FALSE(manager.can_allocate(1));
   EXPECT_THROW(manager.allocate(1), std::logic_error);
-  EXPECT_THROW(manager.free(std::vector<int32_t>{0}), std::invalid_argument);
+  EXPECT_THROW(manager.free(std::vector<int32_t>{0}), InternalError);
   manager.check_consistency();
 }
 
@@ -61,8 +63,8 @@ TEST(BlockManagerTest, DoubleFreeAndOutOfRangeThrow) {
   std::vector<int32_t> a = manager.allocate(1);
   manager.free(a);
   EXPECT_THROW(manager.free(a), std::logic_error);
-  EXPECT_THROW(manager.free(std::vector<int32_t>{4}), std::invalid_argument);
-  EXPECT_THROW(manager.free(std::vector<int32_t>{-1}), std::invalid_argument);
+  EXPECT_THROW(manager.free(std::vector<int32_t>{4}), InternalError);
+  EXPECT_THROW(manager.free(std::vector<int32_t>{-1}), InternalError);
   EXPECT_THROW(manager.add_ref(a[0]), std::logic_error);
   manager.check_consistency();
 }

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/check.h"
 #include "engine/scheduler.h"
 
 namespace deepinfer::engine {
@@ -188,7 +189,7 @@ TEST(SchedulerFinishTest, TerminateWithStopForAStopString) {
   const SeqId a = scheduler.add_request("a", {1, 2, 3}, SamplingParams{});
   SchedulerOutput s0 = scheduler.schedule();
   scheduler.process(answer(s0, 5));
-  EXPECT_THROW(scheduler.terminate(a, FinishReason::kLength, "x"), std::invalid_argument);
+  EXPECT_THROW(scheduler.terminate(a, FinishReason::kLength, "x"), InternalError);
   EXPECT_TRUE(scheduler.terminate(a, FinishReason::kStop, "stop string \"##\""));
   auto finished = scheduler.take_finished();
   ASSERT_EQ(finished.size(), 1u);

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "engine/check.h"
+
 namespace deepinfer::engine {
 namespace {
 
@@ -246,7 +248,7 @@ TEST(SchedulerTest, OverlappedStepsUsePendingTokensAndDiscardStaleResults) {
   EXPECT_EQ(s1.seqs[0].block_table.size(), 2u);
   EXPECT_EQ(scheduler.find(a)->num_inflight_tokens(), 2);
   EXPECT_THROW(scheduler.schedule(), std::logic_error);  // process(s0) must come first
-  EXPECT_THROW(scheduler.process(answer(s1)), std::invalid_argument);  // out of order
+  EXPECT_THROW(scheduler.process(answer(s1)), InternalError);  // out of order
   auto committed = scheduler.process(answer(s0, 11));
   ASSERT_EQ(committed.size(), 1u);
   EXPECT_EQ(committed[0].output_index, 0);

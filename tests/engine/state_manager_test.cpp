@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 
+#include "engine/check.h"
+
 namespace deepinfer::engine {
 namespace {
 
@@ -17,8 +19,8 @@ TEST(StateManagerTest, NeverHandsOutSlotZero) {
   EXPECT_EQ(manager.allocate(), 2);
   EXPECT_FALSE(manager.can_allocate());
   EXPECT_THROW(manager.allocate(), std::logic_error);
-  EXPECT_THROW(manager.free(0), std::invalid_argument);
-  EXPECT_THROW(manager.free(3), std::invalid_argument);
+  EXPECT_THROW(manager.free(0), InternalError);
+  EXPECT_THROW(manager.free(3), InternalError);
   manager.check_consistency();
 }
 

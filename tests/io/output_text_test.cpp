@@ -20,10 +20,11 @@ std::shared_ptr<const Tokenizer> tiny() {
   return tok;
 }
 
-// Pushes ids until a stop; returns how many were pushed when it stopped (-1: never).
-int64_t push_all(OutputText& out, const std::vector<int32_t>& ids) {
+// Pushes ids until a stop; returns how many were pushed when it stopped (-1: never). Tokens
+// below min_tokens may not stop (the engine's rule, SamplingParams::may_stop_at).
+int64_t push_all(OutputText& out, const std::vector<int32_t>& ids, int64_t min_tokens = 0) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (out.push(ids[i])) return static_cast<int64_t>(i) + 1;
+    if (out.push(ids[i], /*may_stop=*/static_cast<int64_t>(i) >= min_tokens)) return static_cast<int64_t>(i) + 1;
   }
   return -1;
 }
@@ -97,8 +98,8 @@ TEST(OutputText, StopStringsInsideTheFirstMinTokensDoNotCount) {
   EXPECT_EQ(push_all(early, ids), static_cast<int64_t>(n));
   EXPECT_EQ(early.finish(), "");
 
-  OutputText late(tiny(), {.stop = {"ab"}, .min_tokens = static_cast<int64_t>(n)});
-  const int64_t stopped_at = push_all(late, ids);
+  OutputText late(tiny(), {.stop = {"ab"}});
+  const int64_t stopped_at = push_all(late, ids, /*min_tokens=*/static_cast<int64_t>(n));
   ASSERT_GT(stopped_at, static_cast<int64_t>(n));
   EXPECT_EQ(late.finish(), text.substr(0, text.find("ab", 1)));
 }

@@ -294,6 +294,30 @@ TEST(RequestReaderTest, LinesAcrossReadBuffersAndManyLines) {
   EXPECT_EQ(count, 30000);
 }
 
+TEST(RequestReaderTest, CountsTheBytesOfTheLinesReadAgainstTheInputsTotal) {
+  testing::TempDir dir;
+  const std::string first = "{\"id\": \"a\", \"prompt_token_ids\": [1]}\n";
+  const std::string blank = "\n  \n";
+  const std::string second = "{\"id\": \"b\", \"prompt_token_ids\": [2]}";  // no final newline
+  const std::string third = "{broken\n";
+  const auto a = dir.write("a.jsonl", first + blank + second);
+  const auto b = dir.write("b.jsonl", third);
+  RequestReader reader({a, b}, {});
+  const auto total = static_cast<int64_t>(first.size() + blank.size() + second.size() + third.size());
+  EXPECT_EQ(reader.total_bytes(), total);
+  EXPECT_EQ(reader.bytes_read(), 0);
+  RequestItem item;
+  ASSERT_TRUE(reader.next(&item));
+  EXPECT_EQ(reader.bytes_read(), static_cast<int64_t>(first.size()));
+  ASSERT_TRUE(reader.next(&item));  // the blank lines before it count too
+  EXPECT_EQ(reader.bytes_read(), static_cast<int64_t>(first.size() + blank.size() + second.size()));
+  ASSERT_TRUE(reader.next(&item));
+  EXPECT_FALSE(reader.next(&item));
+  EXPECT_EQ(reader.bytes_read(), total);
+  // Not a regular file (a pipe, a device): the total is unknown.
+  EXPECT_EQ(RequestReader({a, "/dev/null"}, {}).total_bytes(), -1);
+}
+
 TEST(RequestReaderTest, MissingFileThrowsNamingIt) {
   try {
     read_all({"/nonexistent/in.jsonl"});

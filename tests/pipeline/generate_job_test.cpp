@@ -63,7 +63,7 @@ engine::FakeExecutor::Options fake_for(const JobOptions& o) {
 JobOutcome run(const JobOptions& o, const std::function<void(const engine::SchedulerOutput&)>& hook = nullptr) {
   testing::FakeStepExecutor executor(fake_for(o));
   executor.on_execute = hook;
-  return run_generate_job(o, executor);
+  return GenerateJob(o, executor).run();
 }
 
 std::vector<std::string> results(const std::string& out) {
@@ -175,6 +175,23 @@ TEST(GenerateJobTest, ResumeRefusesAChangedJobAndFreshRunRefusesAnUsedDirectory)
   }
   o.job_json = "{\"test\":1}";
   EXPECT_EQ(run(o).records, 5) << "resuming a complete job changes nothing";
+}
+
+TEST(GenerateJobTest, ProgressCountsWhatWasReadInTheOnePassOverTheInput) {
+  deepinfer::testing::TempDir dir;
+  const auto input = make_input(dir, 40, /*bad_line=*/3);
+  auto o = options_for(input, dir.file("out"), 64);
+  std::vector<std::string> lines;
+  o.progress = [&](const std::string& line) { lines.push_back(line); };
+  o.progress_interval_s = 0;  // a line after every step
+  run(o);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines.back().rfind("[rank 0] 40 done of 40 read (100% of input bytes) |", 0), 0u) << lines.back();
+  EXPECT_NE(lines.back().find("ETA 0m00s"), std::string::npos) << lines.back();
+  // Admission reads ahead of what is done, not the whole input at once (16 waiting at most,
+  // plus the error line, which is written at once).
+  const auto at = lines.front().find(" done of ") + 9;
+  EXPECT_EQ(lines.front().substr(at, lines.front().find(" read", at) - at), "17") << lines.front();
 }
 
 TEST(GenerateJobTest, DeadlineAbortsWhatIsLeft) {
@@ -346,23 +363,6 @@ TEST(GenerateJobTextTest, StopStringsCutTextAndTokensIndependentOfTheSchedule) {
     const auto report = io::verify_output_dirs(dir.file("stop"), dir.file(other));
     EXPECT_EQ(report.exit_code(), 0) << other << ": " << report.message;
   }
-}
-
-}  // namespace
-}  // namespace deepinfer::pipeline
-
-namespace deepinfer::pipeline {
-namespace {
-
-TEST(OwnerRankTest, BalancesPromptTokensDeterministically) {
-  OwnerRank owner(2);
-  // Loads (1 + tokens): r0 gets 100 -> 101; r1 gets 10 -> 11; r1 gets 10 -> 22; r1 gets 50 -> 73;
-  // r1 gets 0 (an error line) -> 74; r1 -> 105; r0 next.
-  std::vector<int> got;
-  for (int64_t tokens : {100, 10, 10, 50, 0, 30, 5}) got.push_back(owner.next(tokens));
-  EXPECT_EQ(got, (std::vector<int>{0, 1, 1, 1, 1, 1, 0}));
-  EXPECT_EQ(OwnerRank(3).peek(), 0);
-  EXPECT_THROW(OwnerRank(0), std::invalid_argument);
 }
 
 }  // namespace

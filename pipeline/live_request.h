@@ -1,0 +1,31 @@
+#pragma once
+// What the job remembers of a request while the scheduler holds it, keyed by its SeqId:
+// its place in this rank's output, where it came from, its seed, its timings and, with a
+// tokenizer, its output text (fed every committed token).
+// Owns: nothing but these fields. Made by admission.h, read by record_builder.h and job_stats.h.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "engine/types.h"
+#include "io/output_text.h"
+#include "io/request.h"
+
+namespace deepinfer::pipeline {
+
+using Clock = std::chrono::steady_clock;
+
+struct LiveRequest {
+  int64_t index = 0;  // position in this rank's input order
+  io::InputLocation input;
+  uint64_t seed = 0;
+  Clock::time_point added;
+  std::optional<Clock::time_point> first_token;
+  std::optional<io::OutputText> text;
+};
+
+using LiveRequests = std::map<engine::SeqId, LiveRequest>;
+
+}  // namespace deepinfer::pipeline

@@ -1,0 +1,57 @@
+#include "pipeline/record_builder.h"
+
+#include "engine/check.h"
+#include "pipeline/sharding.h"
+
+namespace deepinfer::pipeline {
+namespace {
+
+std::optional<int64_t> step_or_null(int64_t step) { return step >= 0 ? std::optional<int64_t>(step) : std::nullopt; }
+
+void add_output_text(io::OutputText& text, const engine::Sequence& seq, ResultRecord& record) {
+  ENGINE_ASSERT(text.num_tokens() == seq.num_output_tokens(), "request ", seq.request_id(), ": ", text.num_tokens(),
+                " tokens decoded, ", seq.num_output_tokens(), " committed");
+  record.text = text.finish();
+  if (text.stopped()) {
+    record.finish_reason = "stop";
+    record.stop_reason = text.stop_string();
+  }
+}
+
+}  // namespace
+
+ResultRecord finished_record(const engine::Sequence& seq, LiveRequest& request) {
+  const auto& m = seq.metrics();
+  ResultRecord record{.id = seq.request_id(),
+                      .input = request.input,
+                      .seed = request.seed,
+                      .finish_reason = std::string(engine::finish_reason_name(seq.finish_reason())),
+                      .stop_reason = std::nullopt,
+                      .error = std::nullopt,
+                      .num_prompt_tokens = seq.num_prompt_tokens(),
+                      .output_token_ids = {seq.output_token_ids().begin(), seq.output_token_ids().end()},
+                      .text = std::nullopt,
+                      .prefill_chunks = m.num_prefill_chunks,
+                      .first_token_step = step_or_null(m.first_token_step),
+                      .finish_step = step_or_null(m.finish_step),
+                      .preemptions = m.num_preemptions};
+  const bool failed = seq.finish_reason() == engine::FinishReason::kError || seq.finish_reason() == engine::FinishReason::kAbort;
+  if (failed && !seq.finish_message().empty()) record.error = seq.finish_message();
+  if (request.text && seq.finish_reason() != engine::FinishReason::kError) add_output_text(*request.text, seq, record);
+  return record;
+}
+
+ResultRecord not_started_record(const io::RequestItem& item, const std::string& error, bool with_text) {
+  if (const auto* rejected = std::get_if<io::RequestError>(&item)) return error_record(*rejected);
+  const auto& request = std::get<io::RequestLine>(item);
+  ResultRecord record;
+  record.id = request.id;
+  record.input = request.input;
+  record.num_prompt_tokens = static_cast<int32_t>(sharding_tokens(item));  // `cat` inverts the sharding by it
+  record.finish_reason = "abort";
+  record.error = error;
+  if (with_text) record.text = "";
+  return record;
+}
+
+}  // namespace deepinfer::pipeline
