@@ -138,6 +138,8 @@ void ModelRunner::check_pool_ids(const ScheduledSeq& row, int64_t step) const {
 
 std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   ENGINE_ASSERT(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
+  model::PartClock* clock = options_.model.clock;
+  if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
   model::BatchInput input;
   std::vector<int64_t> pending_flat_rows, pending_source_rows;
   std::vector<SampledToken> rows;
@@ -177,6 +179,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   if (!rows.empty()) {
     const at::Tensor logits = model_.forward(batch, cache_);  // [S, vocab] float32
     if (debug_logits_) dump_logits(debug_logits_.get(), logits, sampling);
+    if (clock != nullptr) clock->enter(model::ForwardPart::kSampler, -1);
     const SamplingBatch params = SamplingBatch::from_rows(sampling, config().vocab_size).to(options_.device, /*non_blocking=*/true);
     sampled = sample(logits, params);
   } else {
@@ -189,6 +192,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   last_step_ = out.step;
   auto step = std::make_unique<ModelStep>(out.step, std::move(rows), sampled, options_.device);
   for (const SamplingRow& s : sampling) step->wants_logprobs_.push_back(s.logprobs >= 0);
+  if (clock != nullptr) clock->end_step();
   return step;
 }
 
@@ -198,7 +202,10 @@ void ModelRunner::execute_dummy() {
   input.start_positions.push_back(0);
   input.block_tables.push_back({0});
   input.state_slots.push_back(0);
+  model::PartClock* clock = options_.model.clock;
+  if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
   model_.forward(model::ForwardBatch::build(input, options_.device), cache_);
+  if (clock != nullptr) clock->end_step();
 }
 
 }  // namespace deepinfer::engine

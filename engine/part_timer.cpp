@@ -49,6 +49,13 @@ void PartTimer::settle() {
   if (timeline_ && marks_.empty()) timeline_->clear();  // events are reused once no kept mark names one
 }
 
+void PartTimer::reset() {
+  marks_.clear();
+  if (timeline_) timeline_->clear();
+  settled_steps_ = 0;
+  for (auto& row : sums_) row.fill(0);
+}
+
 std::vector<PartTimer::Row> PartTimer::totals() {
   settle();
   std::vector<Row> rows;

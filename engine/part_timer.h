@@ -32,8 +32,9 @@ class PartTimer final : public model::PartClock {
   ~PartTimer() override;
 
   void enter(model::ForwardPart part, int64_t layer) override;
-  // The step's last part ends here (after its sampling is enqueued).
-  void end_step();
+  void end_step() override;
+  // Forgets every mark and sum (after a warm-up or a prefill that is not to count).
+  void reset();
 
   struct Row {
     model::ForwardPart part;

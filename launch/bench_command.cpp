@@ -2,16 +2,24 @@
 // Prompts are random token ids with lengths drawn uniformly from --input-len A:B (fixed seed),
 // outputs have exactly --output-len A:B tokens (ignore_eos). A short warm-up job runs first on
 // the same model runner and is excluded from the figures.
+// Decode steps: each decode step processed right after another one is timed by the gap between
+// the two, and set against its roofline floor (model/step_cost.h) at its batch and mean context:
+// max(bytes / --hbm-tbps, FLOPs / --tflops), the H200's measured 4.3 TB/s and 790 TFLOP/s by
+// default. --breakdown times the parts of every timed step (engine/part_timer.h).
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <filesystem>
 #include <random>
 
 #include "engine/model_runner.h"
+#include "engine/part_timer.h"
 #include "io/durable_file.h"
 #include "io/json_writer.h"
 #include "launch/commands.h"
 #include "launch/job_setup.h"
 #include "model/expert_parallel.h"
+#include "model/step_cost.h"
 #include "pipeline/manifest.h"
 
 namespace deepinfer::launch {
@@ -60,7 +68,45 @@ struct Bench {
   int64_t warmup_prompts = 0;
   at::Device device = at::kCPU;
   at::ScalarType dtype = at::kFloat;
+  double bytes_per_s = 4.3e12;  // --hbm-tbps
+  double flops_per_s = 790e12;  // --tflops
+  bool breakdown = false;
 };
+
+// The timed job's decode steps against their roofline floors.
+struct DecodeFigures {
+  int64_t steps = 0;
+  double ms = 0, floor_ms = 0, batch = 0, context = 0;
+  model::StepCost cost;  // summed
+};
+
+// What the timed job measured.
+struct BenchResult {
+  pipeline::JobOutcome outcome;
+  DecodeFigures decode;
+  std::vector<engine::PartTimer::Row> parts;  // summed over part_steps
+  int64_t part_steps = 0;
+};
+
+// A StepTiming observer that times decode steps (the gap since the step processed before, when
+// that one was a decode step too) and adds up their floors.
+std::function<void(const pipeline::StepTiming&, double)> decode_timer(const Bench& b, const model::DecodeCost& cost, DecodeFigures& f) {
+  auto previous = std::make_shared<std::pair<engine::StepKind, double>>(engine::StepKind::kIdle, 0.0);
+  return [&b, &cost, &f, previous](const pipeline::StepTiming& t, double t_s) {
+    if (t.kind == engine::StepKind::kDecode && previous->first == engine::StepKind::kDecode && t.num_seqs > 0) {
+      const model::StepCost step = cost.step(t.num_seqs, static_cast<double>(t.context_tokens) / t.num_seqs);
+      ++f.steps;
+      f.ms += 1e3 * (t_s - previous->second);
+      f.floor_ms += step.floor_ms(b.bytes_per_s, b.flops_per_s);
+      f.batch += t.num_seqs;
+      f.context += static_cast<double>(t.context_tokens) / t.num_seqs;
+      f.cost.weight_bytes += step.weight_bytes;
+      f.cost.state_bytes += step.state_bytes;
+      f.cost.flops += step.flops;
+    }
+    *previous = {t.kind, t_s};
+  };
+}
 
 Bench parse_bench(const Args& args) {
   Bench b;
@@ -73,17 +119,27 @@ Bench parse_bench(const Args& args) {
   b.device = resolve_device(b.config.device);
   b.dtype = resolve_dtype(b.config.dtype, b.device);
   b.model = args.get("model");
+  b.bytes_per_s = std::stod(args.get_or("hbm-tbps", "4.3")) * 1e12;
+  b.flops_per_s = std::stod(args.get_or("tflops", "790")) * 1e12;
+  if (!(b.bytes_per_s > 0) || !(b.flops_per_s > 0)) throw std::invalid_argument("--hbm-tbps and --tflops must be positive");
+  b.breakdown = args.flag("breakdown");
   return b;
 }
 
 // The warm-up job (when asked for), then the timed one, on one model runner; the prompts and
 // outputs live in a temporary directory (the timed prompts are copied to `prompts_out` if set).
-pipeline::JobOutcome run_jobs(const Bench& b, const std::string& prompts_out) {
+BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
   auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed);
   const model::ModelConfig& model_config = source.weights->config();
-  const pipeline::EngineOptions engine = pipeline::engine_options(b.config, model_config, b.dtype, b.device);
+  pipeline::EngineOptions engine = pipeline::engine_options(b.config, model_config, b.dtype, b.device);
+  std::vector<model::LayerType> layer_types;
+  for (int64_t l = 0; l < model_config.num_layers; ++l) layer_types.push_back(model_config.layer_type(l));
+  engine::PartTimer timer(b.device, layer_types);
+  if (b.breakdown) engine.runner.model.clock = &timer;
   model::SingleRankCommunicator comm;
   engine::ModelRunner runner(*source.weights, comm, engine.runner);
+  const model::DecodeCost cost(*source.weights, /*world_size=*/1);
+  BenchResult result;
 
   char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
   if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");
@@ -96,16 +152,57 @@ pipeline::JobOutcome run_jobs(const Bench& b, const std::string& prompts_out) {
     job.inputs = {prompts};
     job.output_dir = (dir / name).string();
     job.job_json = "{}";
+    if (name == "timed") job.on_step = decode_timer(b, cost, result.decode);
     return pipeline::GenerateJob(job, runner).run();
   };
   if (b.warmup_prompts > 0) run("warmup", b.warmup_prompts, {1, 16});
-  const pipeline::JobOutcome outcome = run("timed", b.num_prompts, b.output_len);
+  timer.reset();
+  result.outcome = run("timed", b.num_prompts, b.output_len);
+  if (b.breakdown) {
+    result.parts = timer.totals();
+    result.part_steps = timer.steps();
+  }
   if (!prompts_out.empty()) std::filesystem::copy_file(dir / "timed.jsonl", prompts_out, std::filesystem::copy_options::overwrite_existing);
   io::remove_tree(dir.string());
-  return outcome;
+  return result;
 }
 
 const char* dtype_name(at::ScalarType dtype) { return dtype == at::kBFloat16 ? "bfloat16" : "float32"; }
+
+void print_decode(const Bench& b, const DecodeFigures& f) {
+  if (f.steps == 0) {
+    std::printf("Decode steps: none timed (no two decode steps in a row)\n");
+    return;
+  }
+  const double n = static_cast<double>(f.steps);
+  std::printf("Decode steps: %ld timed, mean batch %.1f, mean context %.0f: mean %.3f ms; roofline floor %.3f ms (%.3f GB weights + %.3f GB "
+              "state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s); measured / floor = %.2fx\n",
+              long(f.steps), f.batch / n, f.context / n, f.ms / n, f.floor_ms / n, f.cost.weight_bytes / n / 1e9, f.cost.state_bytes / n / 1e9,
+              b.bytes_per_s / 1e12, f.cost.flops / n / 1e12, b.flops_per_s / 1e12, f.ms / f.floor_ms);
+}
+
+// Per part: ms per step (device time between its marks) and its share, by layer type.
+void print_breakdown(const BenchResult& r) {
+  std::map<model::ForwardPart, std::vector<const engine::PartTimer::Row*>> by_part;
+  double total = 0;
+  for (const auto& row : r.parts) {
+    by_part[row.part].push_back(&row);
+    total += row.ms;
+  }
+  const double steps = static_cast<double>(std::max<int64_t>(r.part_steps, 1));
+  std::printf("Breakdown over %ld steps (device time per step, %.3f ms in all):\n", long(r.part_steps), total / steps);
+  for (const auto& [part, rows] : by_part) {
+    double ms = 0;
+    std::string types;
+    for (const auto* row : rows) {
+      ms += row->ms;
+      char text[64];
+      std::snprintf(text, sizeof(text), "%s%s %.3f", types.empty() ? "" : ", ", row->layer_type.c_str(), row->ms / steps);
+      types += text;
+    }
+    std::printf("  %-22s %9.3f ms %5.1f%%   (%s)\n", model::forward_part_name(part), ms / steps, 100.0 * ms / std::max(total, 1e-12), types.c_str());
+  }
+}
 
 void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
   const double s = std::max(outcome.elapsed_s, 1e-9);
@@ -121,8 +218,10 @@ void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
               outcome.mean_tpot_ms, outcome.elapsed_s, long(outcome.steps), long(outcome.preemptions));
 }
 
-void write_json(const Bench& b, const pipeline::JobOutcome& outcome, const std::string& path) {
-  const double s = std::max(outcome.elapsed_s, 1e-9);
+void write_json(const Bench& b, const BenchResult& result, const std::string& path) {
+  const pipeline::JobOutcome& outcome = result.outcome;
+  const DecodeFigures& f = result.decode;
+  const double s = std::max(outcome.elapsed_s, 1e-9), n = static_cast<double>(std::max<int64_t>(f.steps, 1));
   io::JsonWriter w;
   w.begin_object().key("model").value(b.model).key("hardware").value(hardware_description(b.device));
   w.key("dtype").value(dtype_name(b.dtype)).key("num_prompts").value(b.num_prompts);
@@ -133,7 +232,15 @@ void write_json(const Bench& b, const pipeline::JobOutcome& outcome, const std::
   w.key("requests_per_s").value(outcome.requests_run / s).key("total_tokens_per_s").value((outcome.prompt_tokens + outcome.output_tokens) / s);
   w.key("output_tokens_per_s").value(outcome.output_tokens / s).key("input_tokens").value(outcome.prompt_tokens);
   w.key("output_tokens").value(outcome.output_tokens).key("mean_ttft_ms").value(outcome.mean_ttft_ms);
-  w.key("mean_tpot_ms").value(outcome.mean_tpot_ms).key("preemptions").value(outcome.preemptions).end_object();
+  w.key("mean_tpot_ms").value(outcome.mean_tpot_ms).key("preemptions").value(outcome.preemptions);
+  w.key("decode_steps").value(f.steps).key("decode_mean_batch").value(f.batch / n).key("decode_mean_context").value(f.context / n);
+  w.key("decode_step_ms").value(f.ms / n).key("decode_floor_ms").value(f.floor_ms / n).key("decode_roofline_ratio").value(f.steps ? f.ms / f.floor_ms : 0.0);
+  w.key("breakdown").begin_array();
+  for (const auto& row : result.parts) {
+    w.begin_object().key("part").value(model::forward_part_name(row.part)).key("layer_type").value(row.layer_type);
+    w.key("ms_per_step").value(row.ms / static_cast<double>(std::max<int64_t>(result.part_steps, 1))).end_object();
+  }
+  w.end_array().end_object();
   io::write_file_atomically(path, w.str() + "\n");
 }
 
@@ -141,13 +248,15 @@ void write_json(const Bench& b, const pipeline::JobOutcome& outcome, const std::
 
 int bench_command(int argc, char** argv) {
   auto value_options = job_value_options();
-  value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out"});
-  Args args(argc, argv, 2, value_options, {"no-overlap"});
+  value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out", "hbm-tbps", "tflops"});
+  Args args(argc, argv, 2, value_options, {"no-overlap", "breakdown"});
   const Bench bench = parse_bench(args);
-  const pipeline::JobOutcome outcome = run_jobs(bench, args.get_or("prompts-out", ""));
+  const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""));
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
-  print_figures(bench, outcome);
-  if (args.has("json")) write_json(bench, outcome, args.get("json"));
+  print_figures(bench, result.outcome);
+  print_decode(bench, result.decode);
+  if (bench.breakdown) print_breakdown(result);
+  if (args.has("json")) write_json(bench, result, args.get("json"));
   return 0;
 }
 

@@ -106,7 +106,9 @@ void GenerateJob::on_processed(const std::vector<engine::CommittedToken>& commit
     const bool may_stop = scheduler_.find(token.seq_id)->params().may_stop_at(token.output_index);
     if (request.text->push(token.token_id, may_stop)) scheduler_.terminate(token.seq_id, engine::FinishReason::kStop, "stop string");
   }
-  metrics_->append(step_metrics_json(timing, static_cast<int64_t>(committed.size()), elapsed_s()));
+  const double t_s = elapsed_s();
+  metrics_->append(step_metrics_json(timing, static_cast<int64_t>(committed.size()), t_s));
+  if (o_.on_step) o_.on_step(timing, t_s);
 }
 
 void GenerateJob::collect_finished() {

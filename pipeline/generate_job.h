@@ -61,6 +61,8 @@ struct JobOptions {
   const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: stop admitting, leave a resumable dir
   double progress_interval_s = 5.0;
   std::function<void(const std::string&)> progress;   // a line of progress (stderr in the CLI)
+  // Each processed step with t_s, the seconds since the run started (bench's decode figures).
+  std::function<void(const StepTiming&, double t_s)> on_step;
 };
 
 class GenerateJob final {

@@ -9,6 +9,12 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
+int64_t context_tokens(const engine::SchedulerOutput& out) {
+  int64_t sum = 0;
+  for (const engine::ScheduledSeq& row : out.seqs) sum += row.start_pos + row.num_query_tokens;
+  return sum;
+}
+
 }  // namespace
 
 StepLoop::StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed,
@@ -23,6 +29,7 @@ const engine::SchedulerOutput& StepLoop::step() {
                                 .kind = last_output_.kind,
                                 .num_seqs = static_cast<int32_t>(last_output_.seqs.size()),
                                 .num_batched_tokens = last_output_.num_batched_tokens,
+                                .context_tokens = context_tokens(last_output_),
                                 .schedule_ms = elapsed_ms(start)};
   if (!last_output_.empty()) launched->pending = executor_.execute(last_output_);  // execute(N)
   else if (lockstep_) executor_.execute_dummy();                               // join the other ranks' step N

@@ -18,6 +18,7 @@ struct StepTiming {
   engine::StepKind kind = engine::StepKind::kIdle;
   int32_t num_seqs = 0;
   int32_t num_batched_tokens = 0;
+  int64_t context_tokens = 0;  // summed over the rows: the positions each attends up to (start + query tokens)
   double schedule_ms = 0;  // host time in schedule()
   double wait_ms = 0;      // host time blocked in PendingStep::wait() for this step
   double process_ms = 0;   // host time in process()

@@ -5,6 +5,7 @@
 # Run from the repository root after `source .deps/env.sh`:
 #   tests/gpu/run_gpu_checks.sh build tests tokenizer reference sampler forward   # correctness, step time
 #   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks (bench = bench_tiny bench_slice)
+#   tests/gpu/run_gpu_checks.sh build breakdown context          # step breakdown; slice decode at 4K/32K/128K
 #   tests/gpu/run_gpu_checks.sh build nccl nccl_fail             # 2 GPUs (nvidia-h200-x2)
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
@@ -53,9 +54,22 @@ for s in "$@"; do
       [ $s = bench_slice ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
       [ $s = bench_slice ] || stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_tiny.json --prompts-out $LOGS/prompts_tiny.jsonl"
       [ $s = bench_tiny ] || stage bench_slice ${DEEPINFER_SLICE_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts ${DEEPINFER_SLICE_PROMPTS:-256} --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_slice.json" ;;
-    peer)
+    breakdown)
+      # Where a step's time goes (engine/part_timer.h): the bench workloads, fewer prompts.
       [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
-      stage peer ${DEEPINFER_PEER_LIMIT:-300} "python3 tests/reference/hf_generate_peer.py --checkpoint $build/tiny_ckpt --prompts $LOGS/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size ${DEEPINFER_PEER_BATCH:-16} ${DEEPINFER_PEER_ARGS:-} --json $LOGS/peer_tiny.json" ;;
+      stage breakdown_tiny 150 "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 64 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --breakdown --json $LOGS/breakdown_tiny.json"
+      stage breakdown_slice 200 "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts 64 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --breakdown --json $LOGS/breakdown_slice.json" ;;
+    context)
+      # v4-flash-slice decode steps at long contexts, batch 1 / 64 / 256 where memory allows.
+      for ctx in ${DEEPINFER_CONTEXTS:-4096 32768 131072}; do
+        stage context_$ctx ${DEEPINFER_CONTEXT_LIMIT:-200} "$build/bin/forward_bench --config configs/models/v4-flash-slice.json --device cuda --batch ${DEEPINFER_CONTEXT_BATCHES:-1,64,256} --context $ctx --iters 10 --warmup 2 --breakdown 1"
+      done ;;
+    peer)
+      # The fair peer: every prompt of the bench, at each batch size of DEEPINFER_PEER_BATCHES.
+      [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
+      for batch in ${DEEPINFER_PEER_BATCHES:-64 128 256}; do
+        stage peer_$batch ${DEEPINFER_PEER_LIMIT:-300} "python3 tests/reference/hf_generate_peer.py --checkpoint $build/tiny_ckpt --prompts $LOGS/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size $batch ${DEEPINFER_PEER_ARGS:-} --json $LOGS/peer_tiny_$batch.json"
+      done ;;
     nccl)
       stage nccl ${DEEPINFER_NCCL_LIMIT:-400} "tests/gpu/nccl_generate.sh $build $LOGS/nccl ${DEEPINFER_NCCL_PROMPTS:-64} ${DEEPINFER_NCCL_SLICE_PROMPTS:-16}" ;;
     nccl_fail)

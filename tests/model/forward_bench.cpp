@@ -2,15 +2,19 @@
 // number of ATen operator calls it makes (each one a kernel launch or more on a GPU).
 //
 //   forward_bench --config configs/models/tiny.json [--device cuda|cpu] [--batch 64]
-//                 [--context 512] [--iters 20] [--warmup 3]
+//                 [--context 512] [--iters 20] [--warmup 3] [--prefill-chunk 8192]
+//                 [--breakdown 1] [--hbm-tbps 4.3] [--tflops 790]
 //
 // Random weights (random_weights.h, in the storage format the config announces as random: does,
-// bfloat16 on CUDA, float32 on the CPU); each of --batch sequences is prefilled with --context
-// random tokens in one chunk, then every timed step decodes one token per sequence at the next
-// position (writing the state like the job does). Prints the hardware, the shapes, the median /
-// min / max step time of --iters steps after --warmup untimed ones (CUDA events on the GPU),
-// and the operator calls per step (outermost ones, counted through at::RecordFunction), so a
-// step's launch overhead can be read next to its time.
+// bfloat16 on CUDA, float32 on the CPU); sequence 0 is prefilled with --context random tokens in
+// chunks of --prefill-chunk, and its state (window ring, compressor tails, compressed entries) is
+// copied to the other --batch - 1 sequences' slots and blocks, so long contexts (4K .. 128K) cost
+// one prefill. Every timed step then decodes one token per sequence at the next position
+// (writing the state like the job does). Prints the hardware, the shapes, the median / min / max
+// step time of --iters steps after --warmup untimed ones (CUDA events on the GPU) against the
+// step's roofline floor (model/step_cost.h), the operator calls per step (outermost ones,
+// counted through at::RecordFunction), and with --breakdown 1 the device time of each part of a
+// step (engine/part_timer.h). A cache that does not fit is reported and the run skipped.
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
@@ -19,14 +23,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "engine/part_timer.h"
 #include "io/durable_file.h"
 #include "model/deepseek_v4_model.h"
 #include "model/model_config.h"
 #include "model/random_weights.h"
+#include "model/step_cost.h"
 #include "tests/engine/bench_device.h"
 
 namespace deepinfer::bench {
@@ -35,26 +42,46 @@ namespace {
 struct Args {
   std::string config;
   std::string device = at::hasCUDA() ? "cuda" : "cpu";
-  int64_t batch = 64;
+  std::vector<int64_t> batches{64};  // --batch 1,64,256: decode steps at each, over one prefilled context
   int64_t context = 512;
   int iters = 20;
   int warmup = 3;
+  int64_t prefill_chunk = 8192;
+  bool breakdown = false;
+  double bytes_per_s = 4.3e12;
+  double flops_per_s = 790e12;
 };
+
+std::vector<int64_t> int_list(const std::string& text) {
+  std::vector<int64_t> out;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    out.push_back(std::stoll(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
 
 Args parse(int argc, char** argv) {
   Args a;
   for (const auto& [key, value] : option_pairs(argc, argv)) {
     if (key == "--config") a.config = value;
     else if (key == "--device") a.device = value;
-    else if (key == "--batch") a.batch = std::stoll(value);
+    else if (key == "--batch") a.batches = int_list(value);
     else if (key == "--context") a.context = std::stoll(value);
     else if (key == "--iters") a.iters = std::stoi(value);
     else if (key == "--warmup") a.warmup = std::stoi(value);
+    else if (key == "--prefill-chunk") a.prefill_chunk = std::stoll(value);
+    else if (key == "--breakdown") a.breakdown = value != "0";
+    else if (key == "--hbm-tbps") a.bytes_per_s = std::stod(value) * 1e12;
+    else if (key == "--tflops") a.flops_per_s = std::stod(value) * 1e12;
     else TORCH_CHECK(false, "unknown option ", key, " (see the comment at the top of forward_bench.cpp)");
   }
   TORCH_CHECK(!a.config.empty(), "--config FILE is required");
   TORCH_CHECK(a.device == "cuda" || a.device == "cpu", "--device must be cuda or cpu, got ", a.device);
-  TORCH_CHECK(a.batch > 0 && a.context > 0 && a.iters > 0 && a.warmup >= 0, "--batch, --context, --iters must be > 0");
+  TORCH_CHECK(!a.batches.empty() && *std::min_element(a.batches.begin(), a.batches.end()) > 0 && a.context > 0 && a.iters > 0 &&
+                  a.warmup >= 0 && a.prefill_chunk > 0,
+              "--batch, --context, --iters, --prefill-chunk must be > 0");
   return a;
 }
 
@@ -70,59 +97,101 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
 }
 void on_exit(const at::RecordFunction&, at::ObserverContext*) { --g_depth; }
 
-int run(const Args& a) {
-  const at::Device device = a.device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  const std::string text = io::read_file(a.config);
-  const model::ModelConfig config = model::parse_model_config(text, a.config);
-  const model::WeightFormat format = model::announced_format(text, device.is_cuda() ? io::DType::kBF16 : io::DType::kF32);
-  const at::ScalarType dtype = device.is_cuda() ? at::kBFloat16 : at::kFloat;
-  const model::ModelWeights weights = model::random_weights(config, format, /*seed=*/0, device);
-  model::SingleRankCommunicator comm;
-  const model::DeepseekV4Model model(weights, comm, {});
-  const int64_t blocks_per_seq = (a.context + a.warmup + a.iters + 127) / 128 + 1;
-  model::ModelCache cache(config, {.num_blocks = 1 + a.batch * blocks_per_seq, .num_slots = 1 + a.batch, .dtype = dtype, .device = device});
-  std::printf("forward_bench: %s | LibTorch %s | %s (%lld layers, hidden %lld, %lld experts%s) | %s | batch %lld, context %lld | "
-              "warm-up %d, timed %d\n",
-              describe_device(device).c_str(), TORCH_VERSION, a.config.c_str(), static_cast<long long>(config.num_layers),
-              static_cast<long long>(config.hidden_size), static_cast<long long>(config.n_routed_experts),
-              format.fp4_experts ? ", FP4" : "", dtype == at::kBFloat16 ? "bfloat16" : "float32", static_cast<long long>(a.batch),
-              static_cast<long long>(a.context), a.warmup, a.iters);
-
-  std::mt19937_64 rng(1);
-  auto block_table = [&](int64_t b) {
-    std::vector<int32_t> table;
-    for (int64_t k = 0; k < blocks_per_seq; ++k) table.push_back(static_cast<int32_t>(1 + b * blocks_per_seq + k));
-    return table;
+// The cache tensors of sequence 0 (slot 1, blocks 1..per_seq) copied to sequences 1..batch-1
+// (slots 2..batch, blocks per_seq+1..batch*per_seq), in place through broadcasting views.
+void replicate_state(model::ModelCache& cache, int64_t num_layers, int64_t batch, int64_t per_seq) {
+  if (batch == 1) return;
+  auto copy_rows = [&](at::Tensor& t, int64_t rows) {  // rows per sequence: 1 slot or per_seq blocks
+    if (!t.defined()) return;
+    std::vector<int64_t> shape{batch - 1, rows};
+    shape.insert(shape.end(), t.sizes().begin() + 1, t.sizes().end());
+    const at::Tensor source = t.narrow(0, 1, rows).unsqueeze(0);
+    t.narrow(0, 1 + rows, (batch - 1) * rows).view(shape).copy_(source.expand(shape));
   };
-  for (int64_t b = 0; b < a.batch; ++b) {  // prefill, one sequence per forward
-    model::BatchInput input;
-    std::vector<int64_t> tokens(static_cast<size_t>(a.context));
-    for (auto& t : tokens) t = static_cast<int64_t>(rng() % static_cast<uint64_t>(config.vocab_size));
-    input.tokens.push_back(tokens);
-    input.start_positions.push_back(0);
-    input.block_tables.push_back(block_table(b));
-    input.state_slots.push_back(static_cast<int32_t>(1 + b));
-    input.sample_rows.push_back(a.context - 1);
-    (void)model.forward(model::ForwardBatch::build(input, device), cache);
+  for (int64_t l = 0; l < num_layers; ++l) {
+    model::LayerCache& c = cache.layer(l);
+    for (at::Tensor* t : {&c.window, &c.tail.kv, &c.tail.score, &c.index_tail.kv, &c.index_tail.score}) copy_rows(*t, 1);
+    for (at::Tensor* t : {&c.compressed, &c.index_keys}) copy_rows(*t, per_seq);
   }
-  int64_t position = a.context;
-  auto decode_step = [&] {
+}
+
+void print_breakdown(engine::PartTimer& timer) {
+  const std::vector<engine::PartTimer::Row> rows = timer.totals();
+  const double steps = static_cast<double>(std::max<int64_t>(timer.steps(), 1));
+  double total = 0;
+  for (const auto& row : rows) total += row.ms;
+  std::printf("breakdown over %lld steps (device time per step, %.3f ms in all):\n", static_cast<long long>(timer.steps()), total / steps);
+  for (const auto& row : rows) {
+    std::printf("  %-22s %-3s %9.3f ms %5.1f%%\n", model::forward_part_name(row.part), row.layer_type.c_str(), row.ms / steps,
+                100.0 * row.ms / std::max(total, 1e-12));
+  }
+}
+
+// The model, its cache with sequence 0 prefilled to --context and copied to the others, and a
+// decode step over the first b sequences.
+struct Setup {
+  const Args& a;
+  at::Device device;
+  model::ModelConfig config;
+  std::unique_ptr<model::ModelWeights> weights;
+  std::unique_ptr<model::ModelCache> cache;
+  std::unique_ptr<engine::PartTimer> timer;
+  std::unique_ptr<model::SingleRankCommunicator> comm;
+  std::unique_ptr<model::DeepseekV4Model> model;
+  int64_t per_seq = 0;  // blocks per sequence
+  std::vector<int64_t> positions;
+  std::mt19937_64 rng{1};
+
+  std::vector<int32_t> block_table(int64_t b) const {
+    std::vector<int32_t> table;
+    for (int64_t k = 0; k < per_seq; ++k) table.push_back(static_cast<int32_t>(1 + b * per_seq + k));
+    return table;
+  }
+  int64_t token() { return static_cast<int64_t>(rng() % static_cast<uint64_t>(config.vocab_size)); }
+
+  void prefill() {  // sequence 0, chunk by chunk, then copied to the others
+    for (int64_t start = 0; start < a.context; start += a.prefill_chunk) {
+      model::BatchInput input;
+      const int64_t len = std::min(a.prefill_chunk, a.context - start);
+      std::vector<int64_t> tokens(static_cast<size_t>(len));
+      for (auto& t : tokens) t = token();
+      input.tokens.push_back(tokens);
+      input.start_positions.push_back(start);
+      input.block_tables.push_back(block_table(0));
+      input.state_slots.push_back(1);
+      input.sample_rows.push_back(len - 1);
+      (void)model->forward(model::ForwardBatch::build(input, device), *cache);
+    }
+    replicate_state(*cache, config.num_layers, static_cast<int64_t>(positions.size()), per_seq);
+    timer->reset();  // the prefill's marks do not count
+  }
+
+  void decode_step(int64_t batch) {
     model::BatchInput input;
-    for (int64_t b = 0; b < a.batch; ++b) {
-      input.tokens.push_back({static_cast<int64_t>(rng() % static_cast<uint64_t>(config.vocab_size))});
-      input.start_positions.push_back(position);
+    for (int64_t b = 0; b < batch; ++b) {
+      input.tokens.push_back({token()});
+      input.start_positions.push_back(positions[static_cast<size_t>(b)]++);
       input.block_tables.push_back(block_table(b));
       input.state_slots.push_back(static_cast<int32_t>(1 + b));
       input.sample_rows.push_back(b);
     }
-    ++position;
-    (void)model.forward(model::ForwardBatch::build(input, device), cache);
-  };
-  std::vector<double> ms = time_calls(device, a.warmup, a.iters, decode_step);
+    if (a.breakdown) timer->enter(model::ForwardPart::kStaging, -1);
+    (void)model->forward(model::ForwardBatch::build(input, device), *cache);
+    if (a.breakdown) timer->end_step();
+  }
+};
+
+// Decode steps of `batch` rows: times, breakdown, roofline, operator calls.
+void time_batch(Setup& s, int64_t batch) {
+  const Args& a = s.a;
+  s.timer->reset();
+  std::vector<double> ms = time_calls(s.device, a.warmup, a.iters, [&] { s.decode_step(batch); });
   std::sort(ms.begin(), ms.end());
+  if (a.breakdown) print_breakdown(*s.timer);
   const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit).scopes({at::RecordScope::FUNCTION}));
+  g_calls.clear();
   g_counting = true;
-  decode_step();
+  s.decode_step(batch);
   g_counting = false;
   at::removeCallback(handle);
   int64_t calls = 0;
@@ -132,11 +201,59 @@ int run(const Args& a) {
     by_count.emplace_back(n, name);
   }
   std::sort(by_count.rbegin(), by_count.rend());
-  std::printf("decode step (forward, %lld rows): median %.3f ms   min %.3f   max %.3f   (n=%zu); %lld operator calls per step\n",
-              static_cast<long long>(a.batch), ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), static_cast<long long>(calls));
+  const double context = static_cast<double>(s.positions[0]) - (a.iters + 1) / 2.0;  // the timed steps' mean
+  const model::StepCost cost = model::DecodeCost(*s.weights, 1).step(batch, context);
+  const double floor = cost.floor_ms(a.bytes_per_s, a.flops_per_s);
+  std::printf("decode step (forward, batch %lld, context %lld): median %.3f ms   min %.3f   max %.3f   (n=%zu); %lld operator calls per step\n",
+              static_cast<long long>(batch), static_cast<long long>(context), ms[ms.size() / 2], ms.front(), ms.back(), ms.size(),
+              static_cast<long long>(calls));
+  std::printf("roofline floor %.3f ms (%.3f GB weights + %.3f GB state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s): median / floor = %.2fx\n", floor,
+              cost.weight_bytes / 1e9, cost.state_bytes / 1e9, a.bytes_per_s / 1e12, cost.flops / 1e12, a.flops_per_s / 1e12, ms[ms.size() / 2] / floor);
   std::printf("most called:");
   for (size_t i = 0; i < std::min<size_t>(12, by_count.size()); ++i) std::printf(" %s %lld,", by_count[i].second.c_str(), static_cast<long long>(by_count[i].first));
   std::printf("\n");
+}
+
+int run(const Args& a) {
+  Setup s{a, a.device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU), {}, {}, {}, {}, {}, {}};
+  const std::string text = io::read_file(a.config);
+  s.config = model::parse_model_config(text, a.config);
+  const model::WeightFormat format = model::announced_format(text, s.device.is_cuda() ? io::DType::kBF16 : io::DType::kF32);
+  const at::ScalarType dtype = s.device.is_cuda() ? at::kBFloat16 : at::kFloat;
+  const int64_t max_batch = *std::max_element(a.batches.begin(), a.batches.end());
+  s.per_seq = (a.context + static_cast<int64_t>(a.batches.size()) * (a.warmup + a.iters + 1) + 127) / 128;
+  s.positions.assign(static_cast<size_t>(max_batch), a.context);
+  const double cache_gb = 1e-9 * static_cast<double>((1 + max_batch * s.per_seq) * model::ModelCache::bytes_per_block(s.config, dtype) +
+                                                     (1 + max_batch) * model::ModelCache::bytes_per_slot(s.config, dtype));
+  std::printf("forward_bench: %s | LibTorch %s | %s (%lld layers, hidden %lld, %lld experts%s) | %s | context %lld, batches up to %lld "
+              "(cache %.2f GB) | warm-up %d, timed %d\n",
+              describe_device(s.device).c_str(), TORCH_VERSION, a.config.c_str(), static_cast<long long>(s.config.num_layers),
+              static_cast<long long>(s.config.hidden_size), static_cast<long long>(s.config.n_routed_experts), format.fp4_experts ? ", FP4" : "",
+              dtype == at::kBFloat16 ? "bfloat16" : "float32", static_cast<long long>(a.context), static_cast<long long>(max_batch), cache_gb,
+              a.warmup, a.iters);
+  s.weights = std::make_unique<model::ModelWeights>(model::random_weights(s.config, format, /*seed=*/0, s.device));
+  try {
+    s.cache = std::make_unique<model::ModelCache>(
+        s.config, model::ModelCache::Options{.num_blocks = 1 + max_batch * s.per_seq, .num_slots = 1 + max_batch, .dtype = dtype, .device = s.device});
+  } catch (const std::exception& error) {
+    std::printf("skipped: the cache of %.2f GB does not fit next to the weights (%s)\n", cache_gb, std::string(error.what()).substr(0, 120).c_str());
+    return 0;
+  }
+  std::vector<model::LayerType> layer_types;
+  for (int64_t l = 0; l < s.config.num_layers; ++l) layer_types.push_back(s.config.layer_type(l));
+  s.timer = std::make_unique<engine::PartTimer>(s.device, layer_types);
+  s.comm = std::make_unique<model::SingleRankCommunicator>();
+  model::DeepseekV4Model::Options options;
+  if (a.breakdown) options.clock = s.timer.get();
+  s.model = std::make_unique<model::DeepseekV4Model>(*s.weights, *s.comm, options);
+  s.prefill();
+  for (int64_t batch : a.batches) {
+    try {
+      time_batch(s, batch);
+    } catch (const std::exception& error) {  // a step that runs out of memory at this batch
+      std::printf("batch %lld: skipped (%s)\n", static_cast<long long>(batch), std::string(error.what()).substr(0, 160).c_str());
+    }
+  }
   return 0;
 }
 
