@@ -76,8 +76,7 @@ void BlockManager::check_consistency() const {
 
 void BlockManager::check_id(int32_t block) const {
   ENGINE_ASSERT(block != kPaddingBlock, "block 0 is reserved for padding");
-  ENGINE_ASSERT(block >= 1 && block < options_.num_blocks, "block id ", block, " out of range [1, ",
-                options_.num_blocks, ")");
+  ENGINE_ASSERT(block >= 1 && block < options_.num_blocks, "block id ", block, " out of range [1, ", options_.num_blocks, ")");
 }
 
 }  // namespace deepinfer::engine

@@ -11,11 +11,11 @@
 namespace deepinfer::engine {
 
 struct BlockSnapshot {
-  int32_t num_blocks = 0;      // including the reserved block 0
-  int32_t num_usable = 0;      // num_blocks - 1
+  int32_t num_blocks = 0;  // including the reserved block 0
+  int32_t num_usable = 0;  // num_blocks - 1
   int32_t num_free = 0;
   int32_t num_used = 0;
-  int32_t peak_used = 0;       // high watermark since construction
+  int32_t peak_used = 0;  // high watermark since construction
 };
 
 class BlockManager final {

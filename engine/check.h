@@ -32,16 +32,16 @@ std::string concat(const Args&... args) {
 
 }  // namespace deepinfer::engine::detail
 
-#define ENGINE_CHECK(cond, ...)                                                                   \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
+#define ENGINE_CHECK(cond, ...)                                                                        \
+  do {                                                                                                 \
+    if (!(cond)) {                                                                                     \
       throw std::invalid_argument(::deepinfer::engine::detail::concat("[", #cond, "] ", __VA_ARGS__)); \
-    }                                                                                             \
+    }                                                                                                  \
   } while (0)
 
-#define ENGINE_ASSERT(cond, ...)                                                                  \
-  do {                                                                                            \
-    if (!(cond)) {                                                                                \
+#define ENGINE_ASSERT(cond, ...)                                                                            \
+  do {                                                                                                      \
+    if (!(cond)) {                                                                                          \
       throw ::deepinfer::InternalError(::deepinfer::engine::detail::concat("[", #cond, "] ", __VA_ARGS__)); \
-    }                                                                                             \
+    }                                                                                                       \
   } while (0)

@@ -23,7 +23,7 @@ class FakeExecutor final {
  public:
   struct Options {
     int32_t block_size = 128;
-    int32_t num_blocks = 0;   // same pool shape as the scheduler's
+    int32_t num_blocks = 0;  // same pool shape as the scheduler's
     int32_t num_slots = 0;
     int32_t vocab_size = 64;  // tokens are drawn from [0, vocab_size)
     int32_t delay_steps = 0;  // 0: execute(N) returns N's result; 1: returns N-1's (overlap)

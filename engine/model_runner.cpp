@@ -96,10 +96,9 @@ SamplingRow sampling_row(const ScheduledSeq& row, int32_t eos_token_id) {
 ModelRunner::ModelRunner(const model::ModelWeights& weights, model::ExpertCommunicator& comm, Options options)
     : options_(options),
       model_(weights, comm, options.model),
-      cache_(weights.config(), model::ModelCache::Options{.num_blocks = options.num_blocks,
-                                                          .num_slots = options.num_slots,
-                                                          .dtype = options.dtype,
-                                                          .device = options.device}) {
+      cache_(weights.config(),
+             model::ModelCache::Options{
+                 .num_blocks = options.num_blocks, .num_slots = options.num_slots, .dtype = options.dtype, .device = options.device}) {
   if (!options_.debug_logits_path.empty()) {
     debug_logits_.reset(std::fopen(options_.debug_logits_path.c_str(), "w"));
     TORCH_CHECK(debug_logits_ != nullptr, "ModelRunner: cannot open the debug logits file ", options_.debug_logits_path);
@@ -118,7 +117,10 @@ void dump_logits(std::FILE* file, const at::Tensor& logits, const std::vector<Sa
     for (int64_t v = 0; v < vocab; ++v) {
       const double x = data[r * vocab + v];
       if (v) std::fputs(", ", file);
-      if (std::isfinite(x)) std::fprintf(file, "%.9g", x); else std::fputs("null", file);
+      if (std::isfinite(x))
+        std::fprintf(file, "%.9g", x);
+      else
+        std::fputs("null", file);
     }
     std::fprintf(file, "]}\n");
   }
@@ -128,8 +130,8 @@ void dump_logits(std::FILE* file, const at::Tensor& logits, const std::vector<Sa
 }  // namespace
 
 void ModelRunner::check_pool_ids(const ScheduledSeq& row, int64_t step) const {
-  ENGINE_ASSERT(row.state_slot >= 1 && row.state_slot < options_.num_slots, "step ", step, ": sequence ", row.seq_id,
-                " has state slot ", row.state_slot, ", the runner's pool holds slots 1..", options_.num_slots - 1);
+  ENGINE_ASSERT(row.state_slot >= 1 && row.state_slot < options_.num_slots, "step ", step, ": sequence ", row.seq_id, " has state slot ",
+                row.state_slot, ", the runner's pool holds slots 1..", options_.num_slots - 1);
   for (const int32_t block : row.block_table) {
     ENGINE_ASSERT(block >= 1 && block < options_.num_blocks, "step ", step, ": sequence ", row.seq_id, " has block ", block,
                   ", the runner's pool holds blocks 1..", options_.num_blocks - 1);

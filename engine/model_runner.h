@@ -55,8 +55,8 @@ class ModelRunner final : public StepExecutor {
   Options options_;
   model::DeepseekV4Model model_;
   model::ModelCache cache_;
-  at::Tensor last_tokens_;                          // [S] int64 on the device: step N-1's samples
-  std::unordered_map<SeqId, int64_t> last_rows_;    // sequence -> row of last_tokens_
+  at::Tensor last_tokens_;                        // [S] int64 on the device: step N-1's samples
+  std::unordered_map<SeqId, int64_t> last_rows_;  // sequence -> row of last_tokens_
   int64_t last_step_ = -1;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> debug_logits_{nullptr, &std::fclose};
 };

@@ -17,21 +17,17 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 void check_inputs(const at::Tensor& logits, const SamplingBatch& batch) {
   TORCH_CHECK(logits.dim() == 2, "logits must be [B, V], got ", logits.sizes());
   const auto dtype = logits.scalar_type();
-  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf,
-              "logits must be float32, bfloat16 or float16, got ", dtype);
-  TORCH_CHECK(logits.size(1) > 0 && logits.size(1) <= (int64_t{1} << 31),
-              "logits must have 1 to 2^31 columns, got ", logits.size(1));
+  TORCH_CHECK(dtype == at::kFloat || dtype == at::kBFloat16 || dtype == at::kHalf, "logits must be float32, bfloat16 or float16, got ",
+              dtype);
+  TORCH_CHECK(logits.size(1) > 0 && logits.size(1) <= (int64_t{1} << 31), "logits must have 1 to 2^31 columns, got ", logits.size(1));
   const int64_t b = logits.size(0);
   // rows: the required size of dim 0, or -1 for the bias triplets (any length).
-  const auto check = [&](const at::Tensor& t, const char* name, at::ScalarType type, int dims,
-                         int64_t rows) {
+  const auto check = [&](const at::Tensor& t, const char* name, at::ScalarType type, int dims, int64_t rows) {
     TORCH_CHECK(t.defined(), "SamplingBatch.", name, " is undefined");
-    TORCH_CHECK(t.scalar_type() == type && t.dim() == dims, "SamplingBatch.", name, " must be ",
-                dims, "-d ", type, ", got ", t.sizes(), " ", t.scalar_type());
-    TORCH_CHECK(t.device() == logits.device(), "SamplingBatch.", name, " is on ", t.device(),
-                " but logits are on ", logits.device());
-    TORCH_CHECK(rows < 0 || t.size(0) == rows, "SamplingBatch.", name, " has ", t.size(0),
-                " rows, logits have ", rows);
+    TORCH_CHECK(t.scalar_type() == type && t.dim() == dims, "SamplingBatch.", name, " must be ", dims, "-d ", type, ", got ", t.sizes(),
+                " ", t.scalar_type());
+    TORCH_CHECK(t.device() == logits.device(), "SamplingBatch.", name, " is on ", t.device(), " but logits are on ", logits.device());
+    TORCH_CHECK(rows < 0 || t.size(0) == rows, "SamplingBatch.", name, " has ", t.size(0), " rows, logits have ", rows);
   };
   check(batch.temperature, "temperature", at::kFloat, 1, b);
   check(batch.top_k, "top_k", at::kLong, 1, b);
@@ -44,12 +40,11 @@ void check_inputs(const at::Tensor& logits, const SamplingBatch& batch) {
   check(batch.bias_rows, "bias_rows", at::kLong, 1, -1);
   check(batch.bias_tokens, "bias_tokens", at::kLong, 1, -1);
   check(batch.bias_values, "bias_values", at::kFloat, 1, -1);
-  TORCH_CHECK(batch.bias_tokens.size(0) == batch.bias_rows.size(0) &&
-                  batch.bias_values.size(0) == batch.bias_rows.size(0),
-              "SamplingBatch bias triplets differ in length: ", batch.bias_rows.size(0), ", ",
-              batch.bias_tokens.size(0), ", ", batch.bias_values.size(0));
-  TORCH_CHECK(batch.num_logprobs >= -1 && batch.num_logprobs <= logits.size(1),
-              "num_logprobs must be in [-1, V=", logits.size(1), "], got ", batch.num_logprobs);
+  TORCH_CHECK(batch.bias_tokens.size(0) == batch.bias_rows.size(0) && batch.bias_values.size(0) == batch.bias_rows.size(0),
+              "SamplingBatch bias triplets differ in length: ", batch.bias_rows.size(0), ", ", batch.bias_tokens.size(0), ", ",
+              batch.bias_values.size(0));
+  TORCH_CHECK(batch.num_logprobs >= -1 && batch.num_logprobs <= logits.size(1), "num_logprobs must be in [-1, V=", logits.size(1),
+              "], got ", batch.num_logprobs);
 }
 
 // Step 1: [B, V] float32 copy of the logits with bias added and suppressed stop ids at -inf.
@@ -84,8 +79,7 @@ at::Tensor integer_mass(const at::Tensor& x, int bits) {
 }
 
 // Step 3, top-p: sorted [B, V] descending, s_max [B], thr_k [B], top_p [B] -> thr_p [B].
-at::Tensor top_p_threshold(const at::Tensor& sorted, const at::Tensor& s_max,
-                           const at::Tensor& thr_k, const at::Tensor& top_p) {
+at::Tensor top_p_threshold(const at::Tensor& sorted, const at::Tensor& s_max, const at::Tensor& thr_k, const at::Tensor& top_p) {
   const int64_t v = sorted.size(1);
   at::Tensor mass = integer_mass(sorted - s_max.unsqueeze(1), fixed_point_bits(v));
   mass.masked_fill_(sorted.lt(thr_k.unsqueeze(1)), 0);  // removed by top-k: no mass
@@ -100,8 +94,7 @@ at::Tensor top_p_threshold(const at::Tensor& sorted, const at::Tensor& s_max,
 }
 
 // Step 3: the per-row keep threshold on scaled logits s [B, V]; s_max [B].
-at::Tensor keep_threshold(const at::Tensor& s, const at::Tensor& s_max,
-                          const SamplingBatch& batch) {
+at::Tensor keep_threshold(const at::Tensor& s, const at::Tensor& s_max, const SamplingBatch& batch) {
   const int64_t v = s.size(1);
   const SamplingHints& hints = batch.hints;
   at::Tensor thr = at::full_like(s_max, kNegInf);
@@ -126,8 +119,7 @@ at::Tensor keep_threshold(const at::Tensor& s, const at::Tensor& s_max,
     }
   }
   if (hints.any_min_p) {
-    const at::Tensor log_min_p =
-        exact_log(batch.min_p.clamp(std::numeric_limits<float>::min(), 1.0f));
+    const at::Tensor log_min_p = exact_log(batch.min_p.clamp(std::numeric_limits<float>::min(), 1.0f));
     thr = at::maximum(thr, at::where(batch.min_p.gt(0.0f), s_max + log_min_p, kNegInf));
   }
   return at::minimum(thr, s_max);  // the top token always stays

@@ -20,19 +20,16 @@ void hash32_(at::Tensor& x) {
 
 // The low and high 32 bits of an int64 tensor, each as a value in [0, 2^32).
 at::Tensor low_word(const at::Tensor& v) { return at::bitwise_and(v, kMask32); }
-at::Tensor high_word(const at::Tensor& v) {
-  return at::bitwise_and(at::bitwise_right_shift(v, 32), kMask32);
-}
+at::Tensor high_word(const at::Tensor& v) { return at::bitwise_and(at::bitwise_right_shift(v, 32), kMask32); }
 
 void check_float(const at::Tensor& x, const char* what) {
   TORCH_CHECK(x.scalar_type() == at::kFloat, what, " needs a float32 tensor, got ", x.scalar_type());
 }
 
 void check_keys(const at::Tensor& keys, int64_t vocab_size) {
-  TORCH_CHECK(keys.dim() == 2 && keys.size(1) == 2 && keys.scalar_type() == at::kLong,
-              "keys must be [B, 2] int64 from mix_seed, got ", keys.sizes(), " ", keys.scalar_type());
-  TORCH_CHECK(vocab_size > 0 && vocab_size <= (int64_t{1} << 31),
-              "vocab_size must be in [1, 2^31], got ", vocab_size);
+  TORCH_CHECK(keys.dim() == 2 && keys.size(1) == 2 && keys.scalar_type() == at::kLong, "keys must be [B, 2] int64 from mix_seed, got ",
+              keys.sizes(), " ", keys.scalar_type());
+  TORCH_CHECK(vocab_size > 0 && vocab_size <= (int64_t{1} << 31), "vocab_size must be in [1, 2^31], got ", vocab_size);
 }
 
 }  // namespace
@@ -42,8 +39,7 @@ at::Tensor exact_log(const at::Tensor& x) {
   // x = f * 2^e, f in [0.5, 1): read the exponent and mantissa fields (x > 0: sign bit clear).
   const at::Tensor bits = x.contiguous().view(at::kInt);
   at::Tensor e = at::bitwise_right_shift(bits, 23).sub_(126);
-  const at::Tensor f =
-      at::bitwise_or(at::bitwise_and(bits, 0x007fffff), 0x3f000000).view(at::kFloat);
+  const at::Tensor f = at::bitwise_or(at::bitwise_and(bits, 0x007fffff), 0x3f000000).view(at::kFloat);
   // Fold f into [sqrt(1/2), sqrt(2)): t = 2f - 1 and e - 1 below sqrt(1/2), else t = f - 1.
   const at::Tensor small = f.lt(kSqrtHalf);
   const at::Tensor t = at::where(small, at::add(f, f), f).sub_(1.0f);
@@ -74,23 +70,20 @@ at::Tensor exact_exp(const at::Tensor& x) {
   }
   p.mul_(z).add_(g).add_(1.0f);
   // 2^k built from its bit pattern: k in [-115, 0], so k + 127 is a normal exponent field.
-  const at::Tensor scale =
-      at::bitwise_left_shift(k.to(at::kInt).add_(127), 23).view(at::kFloat);
+  const at::Tensor scale = at::bitwise_left_shift(k.to(at::kInt).add_(127), 23).view(at::kFloat);
   return p.mul_(scale);
 }
 
 at::Tensor mix_seed(const at::Tensor& seed, const at::Tensor& position) {
-  TORCH_CHECK(seed.dim() == 1 && seed.scalar_type() == at::kLong,
-              "seed must be [B] int64, got ", seed.sizes(), " ", seed.scalar_type());
-  TORCH_CHECK(position.sizes() == seed.sizes() && position.scalar_type() == at::kLong &&
-                  position.device() == seed.device(),
-              "position must be [B] int64 on the seed's device, got ", position.sizes(), " ",
-              position.scalar_type(), " on ", position.device());
+  TORCH_CHECK(seed.dim() == 1 && seed.scalar_type() == at::kLong, "seed must be [B] int64, got ", seed.sizes(), " ", seed.scalar_type());
+  TORCH_CHECK(position.sizes() == seed.sizes() && position.scalar_type() == at::kLong && position.device() == seed.device(),
+              "position must be [B] int64 on the seed's device, got ", position.sizes(), " ", position.scalar_type(), " on ",
+              position.device());
   // Both lanes at once: column 0 starts from kMixIvLo, column 1 from kMixIvHi.
   const at::Tensor seed_lo = low_word(seed).unsqueeze(1);  // [B, 1]
-  at::Tensor x = at::cat({at::bitwise_xor(seed_lo, static_cast<int64_t>(kMixIvLo)),
-                          at::bitwise_xor(seed_lo, static_cast<int64_t>(kMixIvHi))},
-                         1);  // [B, 2]
+  at::Tensor x =
+      at::cat({at::bitwise_xor(seed_lo, static_cast<int64_t>(kMixIvLo)), at::bitwise_xor(seed_lo, static_cast<int64_t>(kMixIvHi))},
+              1);  // [B, 2]
   hash32_(x);
   x.bitwise_xor_(high_word(seed).unsqueeze(1));
   hash32_(x);
@@ -104,7 +97,7 @@ at::Tensor mix_seed(const at::Tensor& seed, const at::Tensor& position) {
 at::Tensor noise_bits(const at::Tensor& keys, int64_t vocab_size) {
   check_keys(keys, vocab_size);
   const at::Tensor ids = at::arange(vocab_size, keys.options()).unsqueeze(0);  // [1, V]
-  at::Tensor x = at::bitwise_xor(ids, keys.select(1, 0).unsqueeze(1));      // [B, V]
+  at::Tensor x = at::bitwise_xor(ids, keys.select(1, 0).unsqueeze(1));         // [B, V]
   hash32_(x);
   x.bitwise_xor_(keys.select(1, 1).unsqueeze(1));
   hash32_(x);

@@ -9,26 +9,22 @@ namespace deepinfer::engine {
 namespace {
 
 void check_row(const SamplingRow& r, size_t i, int64_t vocab_size) {
-  TORCH_CHECK(std::isfinite(r.temperature) && r.temperature >= 0.0f,
-              "sampling row ", i, ": temperature must be finite and >= 0, got ", r.temperature);
-  TORCH_CHECK(std::isfinite(r.top_p) && r.top_p > 0.0f && r.top_p <= 1.0f,
-              "sampling row ", i, ": top_p must be in (0, 1], got ", r.top_p);
-  TORCH_CHECK(std::isfinite(r.min_p) && r.min_p >= 0.0f && r.min_p <= 1.0f,
-              "sampling row ", i, ": min_p must be in [0, 1], got ", r.min_p);
+  TORCH_CHECK(std::isfinite(r.temperature) && r.temperature >= 0.0f, "sampling row ", i, ": temperature must be finite and >= 0, got ",
+              r.temperature);
+  TORCH_CHECK(std::isfinite(r.top_p) && r.top_p > 0.0f && r.top_p <= 1.0f, "sampling row ", i, ": top_p must be in (0, 1], got ", r.top_p);
+  TORCH_CHECK(std::isfinite(r.min_p) && r.min_p >= 0.0f && r.min_p <= 1.0f, "sampling row ", i, ": min_p must be in [0, 1], got ", r.min_p);
   TORCH_CHECK(r.position >= 0, "sampling row ", i, ": position must be >= 0, got ", r.position);
   for (int64_t id : r.stop_ids) {
-    TORCH_CHECK(id >= 0 && id < vocab_size, "sampling row ", i, ": stop id ", id,
-                " is outside the vocabulary [0, ", vocab_size, ")");
+    TORCH_CHECK(id >= 0 && id < vocab_size, "sampling row ", i, ": stop id ", id, " is outside the vocabulary [0, ", vocab_size, ")");
   }
   for (const auto& [token, bias] : r.logit_bias) {
-    TORCH_CHECK(token >= 0 && token < vocab_size, "sampling row ", i, ": logit_bias token ",
-                token, " is outside the vocabulary [0, ", vocab_size, ")");
-    TORCH_CHECK(!std::isnan(bias) && bias != std::numeric_limits<float>::infinity(),
-                "sampling row ", i, ": logit_bias for token ", token,
+    TORCH_CHECK(token >= 0 && token < vocab_size, "sampling row ", i, ": logit_bias token ", token, " is outside the vocabulary [0, ",
+                vocab_size, ")");
+    TORCH_CHECK(!std::isnan(bias) && bias != std::numeric_limits<float>::infinity(), "sampling row ", i, ": logit_bias for token ", token,
                 " must be finite or -inf, got ", bias);
   }
-  TORCH_CHECK(r.logprobs >= -1 && r.logprobs <= vocab_size, "sampling row ", i,
-              ": logprobs must be in [-1, vocab_size=", vocab_size, "], got ", r.logprobs);
+  TORCH_CHECK(r.logprobs >= -1 && r.logprobs <= vocab_size, "sampling row ", i, ": logprobs must be in [-1, vocab_size=", vocab_size,
+              "], got ", r.logprobs);
 }
 
 }  // namespace
@@ -52,8 +48,7 @@ SamplingBatch SamplingBatch::from_rows(std::span<const SamplingRow> rows, int64_
   batch.position = at::empty({b}, at::kLong);
   batch.suppress_stop = at::empty({b}, at::kBool);
   batch.stop_ids = at::full({b, s}, -1, at::kLong);
-  SamplingHints hints{.any_random = false, .max_top_k = 0, .any_top_p = false,
-                      .any_min_p = false, .any_suppress_stop = false};
+  SamplingHints hints{.any_random = false, .max_top_k = 0, .any_top_p = false, .any_min_p = false, .any_suppress_stop = false};
 
   float* temperature = batch.temperature.data_ptr<float>();
   int64_t* top_k = batch.top_k.data_ptr<int64_t>();
@@ -103,9 +98,8 @@ SamplingBatch SamplingBatch::from_rows(std::span<const SamplingRow> rows, int64_
 
 SamplingBatch SamplingBatch::to(at::Device device, bool non_blocking) const {
   SamplingBatch out = *this;
-  for (at::Tensor* t : {&out.temperature, &out.top_k, &out.top_p, &out.min_p, &out.seed,
-                        &out.position, &out.suppress_stop, &out.stop_ids, &out.bias_rows,
-                        &out.bias_tokens, &out.bias_values}) {
+  for (at::Tensor* t : {&out.temperature, &out.top_k, &out.top_p, &out.min_p, &out.seed, &out.position, &out.suppress_stop, &out.stop_ids,
+                        &out.bias_rows, &out.bias_tokens, &out.bias_values}) {
     TORCH_CHECK(t->defined(), "SamplingBatch::to: a tensor is undefined; build with from_rows");
     *t = t->to(device, non_blocking);
   }

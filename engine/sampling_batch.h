@@ -21,16 +21,16 @@
 namespace deepinfer::engine {
 
 struct SamplingRow {
-  float temperature = 1.0f;  // >= 0, finite; 0 = greedy (argmax, lowest id on ties)
-  int32_t top_k = 0;         // <= 0 or >= vocab = off; ties at the k-th value are all kept
-  float top_p = 1.0f;        // (0, 1]; 1 = off
-  float min_p = 0.0f;        // [0, 1]; 0 = off
-  uint64_t seed = 0;         // the sequence seed (given or derived); never the batch row
-  int64_t position = 0;      // output position of the token being sampled (0 = first generated)
-  bool suppress_stop = false;              // min_tokens not reached: stop_ids are banned
-  std::vector<int64_t> stop_ids;           // each in [0, vocab)
+  float temperature = 1.0f;                           // >= 0, finite; 0 = greedy (argmax, lowest id on ties)
+  int32_t top_k = 0;                                  // <= 0 or >= vocab = off; ties at the k-th value are all kept
+  float top_p = 1.0f;                                 // (0, 1]; 1 = off
+  float min_p = 0.0f;                                 // [0, 1]; 0 = off
+  uint64_t seed = 0;                                  // the sequence seed (given or derived); never the batch row
+  int64_t position = 0;                               // output position of the token being sampled (0 = first generated)
+  bool suppress_stop = false;                         // min_tokens not reached: stop_ids are banned
+  std::vector<int64_t> stop_ids;                      // each in [0, vocab)
   std::vector<std::pair<int64_t, float>> logit_bias;  // (token, bias); -inf bans the token
-  int32_t logprobs = -1;     // -1 none; 0 the chosen token's logprob; N also the top N
+  int32_t logprobs = -1;                              // -1 none; 0 the chosen token's logprob; N also the top N
 };
 
 // Facts about the whole batch that the host knows without reading device memory. sample() uses
@@ -39,11 +39,11 @@ struct SamplingRow {
 // Under-stating is a caller bug: from_rows() computes tight, true hints.
 struct SamplingHints {
   static constexpr int64_t kUnknownTopK = std::numeric_limits<int64_t>::max();
-  bool any_random = true;             // a row has temperature > 0 (else no noise is drawn)
-  int64_t max_top_k = kUnknownTopK;   // largest top_k in (0, vocab); 0 = no row uses top-k
-  bool any_top_p = true;              // a row has top_p < 1
-  bool any_min_p = true;              // a row has min_p > 0
-  bool any_suppress_stop = true;      // a row has suppress_stop with a non-empty stop_ids
+  bool any_random = true;            // a row has temperature > 0 (else no noise is drawn)
+  int64_t max_top_k = kUnknownTopK;  // largest top_k in (0, vocab); 0 = no row uses top-k
+  bool any_top_p = true;             // a row has top_p < 1
+  bool any_min_p = true;             // a row has min_p > 0
+  bool any_suppress_stop = true;     // a row has suppress_stop with a non-empty stop_ids
 };
 
 struct SamplingBatch {

@@ -16,13 +16,11 @@ Scheduler::Scheduler(Options options)
       block_manager_(BlockManager::Options{.block_size = options.block_size, .num_blocks = options.num_blocks}),
       state_manager_(StateManager::Options{.num_slots = options.num_slots}) {
   ENGINE_CHECK(options_.max_num_seqs >= 1, "max_num_seqs must be >= 1, got ", options_.max_num_seqs);
-  ENGINE_CHECK(options_.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1, got ",
-               options_.max_num_batched_tokens);
+  ENGINE_CHECK(options_.max_num_batched_tokens >= 1, "max_num_batched_tokens must be >= 1, got ", options_.max_num_batched_tokens);
   ENGINE_CHECK(options_.max_model_len >= 2, "max_model_len must be >= 2, got ", options_.max_model_len);
   ENGINE_CHECK(options_.eos_token_id >= -1, "eos_token_id must be >= 0 or -1 (none), got ", options_.eos_token_id);
   ENGINE_CHECK(options_.watermark_blocks >= 0 && options_.watermark_blocks < block_manager_.num_usable_blocks(),
-               "watermark_blocks must be in [0, usable blocks=", block_manager_.num_usable_blocks(), "), got ",
-               options_.watermark_blocks);
+               "watermark_blocks must be in [0, usable blocks=", block_manager_.num_usable_blocks(), "), got ", options_.watermark_blocks);
   int64_t pool_tokens = int64_t{block_manager_.num_usable_blocks()} * options_.block_size;
   max_len_ = static_cast<int32_t>(std::min<int64_t>(options_.max_model_len, pool_tokens));
 }
@@ -30,8 +28,7 @@ Scheduler::Scheduler(Options options)
 SeqId Scheduler::add_request(std::string request_id, std::vector<int32_t> prompt_token_ids, SamplingParams params) {
   SeqId id = next_seq_id_++;
   auto shared_params = std::make_shared<const SamplingParams>(std::move(params));
-  auto seq = std::make_unique<Sequence>(id, std::move(request_id), std::move(prompt_token_ids),
-                                        std::move(shared_params), next_step_);
+  auto seq = std::make_unique<Sequence>(id, std::move(request_id), std::move(prompt_token_ids), std::move(shared_params), next_step_);
   std::string error = admission_error(*seq);
   if (error.empty()) {
     waiting_.push_back(seq.get());
@@ -55,8 +52,7 @@ std::string Scheduler::admission_error(const Sequence& seq) const {
     if (token < 0) return concat("prompt token ", i, " is negative: ", token);
   }
   if (seq.num_prompt_tokens() + 1 > options_.max_model_len) {
-    return concat("prompt of ", seq.num_prompt_tokens(), " tokens leaves no room for output within max_model_len=",
-                  options_.max_model_len);
+    return concat("prompt of ", seq.num_prompt_tokens(), " tokens leaves no room for output within max_model_len=", options_.max_model_len);
   }
   if (seq.num_prompt_tokens() + 1 > max_len_) {
     return concat("prompt of ", seq.num_prompt_tokens(), " tokens plus one output token does not fit in the KV pool (",
@@ -68,8 +64,8 @@ std::string Scheduler::admission_error(const Sequence& seq) const {
 bool Scheduler::cancel(SeqId id) { return terminate(id, FinishReason::kAbort, "cancelled"); }
 
 bool Scheduler::terminate(SeqId id, FinishReason reason, std::string message) {
-  ENGINE_ASSERT(reason == FinishReason::kAbort || reason == FinishReason::kStop || reason == FinishReason::kError,
-                "terminate(", id, ") with reason '", finish_reason_name(reason), "': use abort, stop or error");
+  ENGINE_ASSERT(reason == FinishReason::kAbort || reason == FinishReason::kStop || reason == FinishReason::kError, "terminate(", id,
+                ") with reason '", finish_reason_name(reason), "': use abort, stop or error");
   Sequence* seq = find_mutable(id);
   if (seq == nullptr || seq->is_finished()) return false;
   if (!seq->termination_pending()) {
@@ -81,8 +77,7 @@ bool Scheduler::terminate(SeqId id, FinishReason reason, std::string message) {
 }
 
 void Scheduler::apply_ready_terminations() {
-  const int64_t oldest_in_flight =
-      unprocessed_.empty() ? std::numeric_limits<int64_t>::max() : unprocessed_.front().step;
+  const int64_t oldest_in_flight = unprocessed_.empty() ? std::numeric_limits<int64_t>::max() : unprocessed_.front().step;
   std::vector<SeqId> still_pending;
   for (SeqId id : pending_terminations_) {
     Sequence* seq = find_mutable(id);
@@ -115,16 +110,14 @@ void Scheduler::apply_ready_terminations() {
 std::vector<CommittedToken> Scheduler::process(const StepResult& result) {
   ENGINE_ASSERT(!unprocessed_.empty(), "process(step ", result.step, ") but no step is waiting for its result");
   const StepRecord& record = unprocessed_.front();
-  ENGINE_ASSERT(result.step == record.step, "process(step ", result.step, ") but the oldest unprocessed step is ",
-                record.step);
-  ENGINE_ASSERT(result.tokens.size() == record.rows.size(), "step ", result.step, " result has ",
-                result.tokens.size(), " sampled tokens, ", record.rows.size(), " rows were sampled");
+  ENGINE_ASSERT(result.step == record.step, "process(step ", result.step, ") but the oldest unprocessed step is ", record.step);
+  ENGINE_ASSERT(result.tokens.size() == record.rows.size(), "step ", result.step, " result has ", result.tokens.size(), " sampled tokens, ",
+                record.rows.size(), " rows were sampled");
   for (size_t i = 0; i < record.rows.size(); ++i) {
     const SampledToken& got = result.tokens[i];
     const SampledToken& want = record.rows[i];
-    ENGINE_ASSERT(got.seq_id == want.seq_id && got.epoch == want.epoch, "step ", result.step, " row ", i,
-                  " is (seq ", got.seq_id, ", epoch ", got.epoch, "), scheduled was (seq ", want.seq_id, ", epoch ",
-                  want.epoch, ")");
+    ENGINE_ASSERT(got.seq_id == want.seq_id && got.epoch == want.epoch, "step ", result.step, " row ", i, " is (seq ", got.seq_id,
+                  ", epoch ", got.epoch, "), scheduled was (seq ", want.seq_id, ", epoch ", want.epoch, ")");
     ENGINE_ASSERT(got.token_id >= 0, "step ", result.step, " row ", i, " has token id ", got.token_id);
   }
   unprocessed_.pop_front();
@@ -172,8 +165,7 @@ FinishReason Scheduler::stop_reason(const Sequence& seq, int32_t token_id, std::
     return FinishReason::kLength;
   }
   if (seq.num_tokens() >= max_len_) {
-    *message = max_len_ == options_.max_model_len ? concat("max_model_len=", max_len_)
-                                                  : concat("KV pool capacity=", max_len_, " tokens");
+    *message = max_len_ == options_.max_model_len ? concat("max_model_len=", max_len_) : concat("KV pool capacity=", max_len_, " tokens");
     return FinishReason::kLength;
   }
   return FinishReason::kNone;

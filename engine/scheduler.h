@@ -36,14 +36,14 @@ namespace deepinfer::engine {
 class Scheduler final {
  public:
   struct Options {
-    int32_t block_size = 128;              // tokens per KV block
-    int32_t num_blocks = 0;                // including the reserved block 0
-    int32_t num_slots = 0;                 // including the reserved slot 0
-    int32_t max_num_seqs = 256;            // running sequences at once
-    int32_t max_num_batched_tokens = 8192; // query tokens per step
-    int32_t max_model_len = 0;             // prompt + output tokens, >= 2
-    int32_t eos_token_id = -1;             // -1: none
-    int32_t watermark_blocks = 0;          // admission leaves this many blocks free while others run
+    int32_t block_size = 128;               // tokens per KV block
+    int32_t num_blocks = 0;                 // including the reserved block 0
+    int32_t num_slots = 0;                  // including the reserved slot 0
+    int32_t max_num_seqs = 256;             // running sequences at once
+    int32_t max_num_batched_tokens = 8192;  // query tokens per step
+    int32_t max_model_len = 0;              // prompt + output tokens, >= 2
+    int32_t eos_token_id = -1;              // -1: none
+    int32_t watermark_blocks = 0;           // admission leaves this many blocks free while others run
   };
 
   explicit Scheduler(Options options);
@@ -133,8 +133,8 @@ class Scheduler final {
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;  // admission order
   std::deque<StepRecord> unprocessed_;
-  std::vector<SeqId> pending_terminations_;  // requested, in request order
-  std::vector<SeqId> finished_order_;        // finished, not yet taken
+  std::vector<SeqId> pending_terminations_;                                 // requested, in request order
+  std::vector<SeqId> finished_order_;                                       // finished, not yet taken
   std::vector<SeqId> report_ignored_, report_finished_, report_cancelled_;  // for the next output
   SeqId next_seq_id_ = 0;
   SeqId max_admitted_id_ = -1;  // highest id admitted for the first time (FCFS check)

@@ -25,9 +25,9 @@ struct ScheduledSeq {
   // [num_query_tokens]. Prefill: known prompt/recompute tokens. Decode: the last token, or
   // kPendingToken when it is the token this sequence sampled in step - 1 (still on the device).
   std::vector<int32_t> query_token_ids;
-  bool sample = false;      // this row produces a token (last prefill chunk, every decode row)
-  int32_t epoch = 0;        // the sequence's epoch now; the result row must carry it back
-  int32_t output_index = 0; // index in the output stream of the token sampled (if sample)
+  bool sample = false;       // this row produces a token (last prefill chunk, every decode row)
+  int32_t epoch = 0;         // the sequence's epoch now; the result row must carry it back
+  int32_t output_index = 0;  // index in the output stream of the token sampled (if sample)
   // Covers positions [0, start_pos + num_query_tokens): blocks for the whole prompt are
   // allocated at admission, decode adds one when a block fills.
   std::vector<int32_t> block_table;
@@ -38,9 +38,9 @@ struct ScheduledSeq {
 struct SchedulerOutput {
   int64_t step = 0;
   StepKind kind = StepKind::kIdle;
-  std::vector<ScheduledSeq> seqs;   // batch order
-  int32_t num_batched_tokens = 0;   // sum of num_query_tokens, <= max_num_batched_tokens
-  int32_t num_sampled = 0;          // rows with sample == true
+  std::vector<ScheduledSeq> seqs;  // batch order
+  int32_t num_batched_tokens = 0;  // sum of num_query_tokens, <= max_num_batched_tokens
+  int32_t num_sampled = 0;         // rows with sample == true
   // The EOS id of the stop rule (Scheduler::Options::eos_token_id; -1: none): the sampler bans
   // the rows' stop ids (SamplingParams::stop_ids) while the rule does not let them stop.
   int32_t eos_token_id = -1;
@@ -75,7 +75,7 @@ struct CommittedToken {
   int32_t result_row = 0;    // index into StepResult::tokens (for logprobs kept by the caller)
   int32_t output_index = 0;  // position in the sequence's output stream
   int32_t token_id = 0;
-  bool finished = false;     // this token finished the sequence (stop or length)
+  bool finished = false;  // this token finished the sequence (stop or length)
 };
 
 }  // namespace deepinfer::engine

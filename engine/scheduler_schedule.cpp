@@ -27,8 +27,8 @@ SchedulerOutput Scheduler::schedule() {
   const bool prefill = schedule_prefill(out);
   if (!prefill) schedule_decode(out);
   out.kind = out.seqs.empty() ? StepKind::kIdle : (prefill ? StepKind::kPrefill : StepKind::kDecode);
-  ENGINE_ASSERT(out.num_batched_tokens <= options_.max_num_batched_tokens, "step ", out.step, " has ",
-                out.num_batched_tokens, " tokens, budget ", options_.max_num_batched_tokens);
+  ENGINE_ASSERT(out.num_batched_tokens <= options_.max_num_batched_tokens, "step ", out.step, " has ", out.num_batched_tokens,
+                " tokens, budget ", options_.max_num_batched_tokens);
 
   StepRecord record{.step = out.step, .kind = out.kind, .num_batched_tokens = out.num_batched_tokens, .rows = {}};
   for (const ScheduledSeq& row : out.seqs) {
@@ -85,8 +85,8 @@ int32_t Scheduler::add_prefill_row(SchedulerOutput& out, Sequence& seq, int32_t 
   const int32_t start = seq.num_cached_tokens();
   const int32_t n = std::min(seq.num_tokens() - start, budget);
   const bool sample = start + n == seq.num_tokens();
-  ENGINE_ASSERT(static_cast<int64_t>(seq.block_table().size()) * options_.block_size >= start + n, "seq ",
-                seq.id(), " prefill to position ", start + n, " with only ", seq.block_table().size(), " blocks");
+  ENGINE_ASSERT(static_cast<int64_t>(seq.block_table().size()) * options_.block_size >= start + n, "seq ", seq.id(),
+                " prefill to position ", start + n, " with only ", seq.block_table().size(), " blocks");
   seq.reserve_prefill(out.step, n, sample);
 
   ScheduledSeq row;
@@ -111,8 +111,7 @@ int32_t Scheduler::add_prefill_row(SchedulerOutput& out, Sequence& seq, int32_t 
 }
 
 bool Scheduler::will_finish_by_length(const Sequence& seq) const {
-  return seq.num_inflight_tokens() > 0 &&
-         (seq.num_reserved_output_tokens() >= seq.params().max_tokens || seq.get_len() >= max_len_);
+  return seq.num_inflight_tokens() > 0 && (seq.num_reserved_output_tokens() >= seq.params().max_tokens || seq.get_len() >= max_len_);
 }
 
 void Scheduler::schedule_decode(SchedulerOutput& out) {
@@ -130,8 +129,7 @@ void Scheduler::schedule_decode(SchedulerOutput& out) {
   }
   // Shortest output first (ties: arrival order); preemption victims come from the tail.
   std::sort(candidates.begin(), candidates.end(), [](const Sequence* a, const Sequence* b) {
-    return std::make_tuple(a->num_reserved_output_tokens(), a->id()) <
-           std::make_tuple(b->num_reserved_output_tokens(), b->id());
+    return std::make_tuple(a->num_reserved_output_tokens(), a->id()) < std::make_tuple(b->num_reserved_output_tokens(), b->id());
   });
 
   std::vector<Sequence*> preempted;
@@ -141,8 +139,8 @@ void Scheduler::schedule_decode(SchedulerOutput& out) {
     Sequence* seq = candidates[i];
     const int32_t position = seq->num_cached_tokens();  // KV written by this decode row
     const auto needed_blocks = static_cast<size_t>(position / options_.block_size) + 1;
-    ENGINE_ASSERT(seq->block_table().size() + 1 >= needed_blocks, "seq ", seq->id(), " at position ", position,
-                  " has only ", seq->block_table().size(), " blocks");
+    ENGINE_ASSERT(seq->block_table().size() + 1 >= needed_blocks, "seq ", seq->id(), " at position ", position, " has only ",
+                  seq->block_table().size(), " blocks");
     if (seq->block_table().size() < needed_blocks) {
       while (!block_manager_.can_allocate(1) && end > i + 1) {
         preempted.push_back(candidates[--end]);

@@ -30,8 +30,8 @@ class Sequence final {
     int32_t slot = kNoSlot;
   };
 
-  Sequence(SeqId id, std::string request_id, std::vector<int32_t> prompt_token_ids,
-           std::shared_ptr<const SamplingParams> params, int64_t arrival_step);
+  Sequence(SeqId id, std::string request_id, std::vector<int32_t> prompt_token_ids, std::shared_ptr<const SamplingParams> params,
+           int64_t arrival_step);
 
   SeqId id() const { return id_; }
   const std::string& request_id() const { return request_id_; }

@@ -63,8 +63,7 @@ void StateManager::check_consistency() const {
 
 void StateManager::check_id(int32_t slot) const {
   ENGINE_ASSERT(slot != kPaddingSlot, "state slot 0 is reserved for padding");
-  ENGINE_ASSERT(slot >= 1 && slot < options_.num_slots, "state slot ", slot, " out of range [1, ",
-                options_.num_slots, ")");
+  ENGINE_ASSERT(slot >= 1 && slot < options_.num_slots, "state slot ", slot, " out of range [1, ", options_.num_slots, ")");
 }
 
 }  // namespace deepinfer::engine

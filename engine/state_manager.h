@@ -16,7 +16,7 @@ struct SlotSnapshot {
   int32_t num_usable = 0;  // num_slots - 1
   int32_t num_free = 0;
   int32_t num_used = 0;
-  int32_t peak_used = 0;   // high watermark since construction
+  int32_t peak_used = 0;  // high watermark since construction
 };
 
 class StateManager final {

@@ -31,7 +31,7 @@ enum class FinishReason {
   kError,   // bad request (invalid params, prompt too long, ...): see the message
 };
 
-std::string_view step_kind_name(StepKind kind);          // "idle", "prefill", "decode"
+std::string_view step_kind_name(StepKind kind);            // "idle", "prefill", "decode"
 std::string_view finish_reason_name(FinishReason reason);  // "", "stop", "length", "abort", "error"
 
 }  // namespace deepinfer::engine

@@ -57,13 +57,11 @@ std::string json_without_field(const std::string& json, std::string_view field) 
   return out + "}";
 }
 
-std::string first_field_difference(const std::string& json_a, const std::string& json_b,
-                                   std::initializer_list<std::string_view> ignore) {
+std::string first_field_difference(const std::string& json_a, const std::string& json_b, std::initializer_list<std::string_view> ignore) {
   if (json_a == json_b) return "";
   simdjson::dom::parser parser_a, parser_b;
   simdjson::dom::object a, b;
-  if (parser_a.parse(json_a).get(a) || parser_b.parse(json_b).get(b))
-    return "record text: " + shorten(json_a) + " vs " + shorten(json_b);
+  if (parser_a.parse(json_a).get(a) || parser_b.parse(json_b).get(b)) return "record text: " + shorten(json_a) + " vs " + shorten(json_b);
   std::set<std::string> keys;
   std::vector<std::string> order;
   for (auto field : a)

@@ -6,17 +6,17 @@
 
 #include <cstdint>
 #include <initializer_list>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 namespace deepinfer::io {
 
 struct VerifyReport {
   enum class Outcome { kIdentical, kDifferent, kUnreadable };
   Outcome outcome = Outcome::kIdentical;
-  int64_t records = 0;   // records compared
+  int64_t records = 0;               // records compared
   int64_t schedule_differences = 0;  // records equal but for kScheduleFields
-  std::string message;   // "identical: N records", the first difference, or why unreadable
+  std::string message;               // "identical: N records", the first difference, or why unreadable
   int exit_code() const { return outcome == Outcome::kIdentical ? 0 : outcome == Outcome::kDifferent ? 1 : 2; }
 };
 

@@ -10,8 +10,7 @@
 namespace deepinfer::io {
 namespace {
 
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 std::string get_string(const simdjson::dom::element& obj, const char* key, const std::string& where) {
   std::string_view s;
@@ -46,32 +45,36 @@ std::vector<Range> apply_behavior(std::vector<Part> parts, SplitBehavior behavio
   std::vector<Part> acc;
   bool previous_match = false;
   switch (behavior) {
-    case SplitBehavior::kIsolated:
-      acc = std::move(parts);
-      break;
+    case SplitBehavior::kIsolated: acc = std::move(parts); break;
     case SplitBehavior::kRemoved:
       for (const Part& p : parts)
         if (!p.is_match) acc.push_back(p);
       break;
     case SplitBehavior::kMergedWithPrevious:
       for (const Part& p : parts) {
-        if (p.is_match && !previous_match && !acc.empty()) acc.back().range.second = p.range.second;
-        else acc.push_back(p);
+        if (p.is_match && !previous_match && !acc.empty())
+          acc.back().range.second = p.range.second;
+        else
+          acc.push_back(p);
         previous_match = p.is_match;
       }
       break;
     case SplitBehavior::kMergedWithNext:
       for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-        if (it->is_match && !previous_match && !acc.empty()) acc.back().range.first = it->range.first;
-        else acc.push_back(*it);
+        if (it->is_match && !previous_match && !acc.empty())
+          acc.back().range.first = it->range.first;
+        else
+          acc.push_back(*it);
         previous_match = it->is_match;
       }
       std::reverse(acc.begin(), acc.end());
       break;
     case SplitBehavior::kContiguous:
       for (const Part& p : parts) {
-        if (p.is_match == previous_match && !acc.empty()) acc.back().range.second = p.range.second;
-        else acc.push_back(p);
+        if (p.is_match == previous_match && !acc.empty())
+          acc.back().range.second = p.range.second;
+        else
+          acc.push_back(p);
         previous_match = p.is_match;
       }
       break;
@@ -93,13 +96,12 @@ Regex::Regex(const std::string& pattern, bool literal) : impl_(std::make_unique<
   PCRE2_SIZE offset = 0;
   // PCRE2_LITERAL refuses UCP (meaningless for a literal).
   const uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
-  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options,
-                              &error, &offset, nullptr);
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &error, &offset, nullptr);
   if (impl_->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    throw std::invalid_argument("regex \"" + pattern + "\" does not compile at offset " +
-                                std::to_string(offset) + ": " + reinterpret_cast<char*>(message));
+    throw std::invalid_argument("regex \"" + pattern + "\" does not compile at offset " + std::to_string(offset) + ": " +
+                                reinterpret_cast<char*>(message));
   }
   pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE);  // optional: falls back to the interpreter
 }
@@ -182,8 +184,7 @@ void PreTokenizer::parse_step(const simdjson::dom::element& value, const std::st
     has_byte_level_ = true;
     steps_.push_back(std::move(step));
   } else {
-    throw std::invalid_argument(where + ": unsupported pre_tokenizer type \"" + type +
-                                "\" (supported: Sequence, Split, ByteLevel)");
+    throw std::invalid_argument(where + ": unsupported pre_tokenizer type \"" + type + "\" (supported: Sequence, Split, ByteLevel)");
   }
 }
 

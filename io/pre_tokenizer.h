@@ -56,7 +56,7 @@ class PreTokenizer final {
   struct Step {
     std::shared_ptr<const Regex> regex;  // null: no splitting in this step
     SplitBehavior behavior = SplitBehavior::kIsolated;
-    bool add_prefix_space = false;       // ByteLevel only
+    bool add_prefix_space = false;  // ByteLevel only
   };
   void parse_step(const simdjson::dom::element& value, const std::string& where);
 

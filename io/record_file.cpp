@@ -95,9 +95,7 @@ void RecordWriter::close() {
   file_.reset();
 }
 
-RecordReader::RecordReader(const std::string& path, bool recover) : path_(path), recover_(recover) {
-  data_ = read_file(path);
-}
+RecordReader::RecordReader(const std::string& path, bool recover) : path_(path), recover_(recover) { data_ = read_file(path); }
 
 RecordReader::~RecordReader() = default;
 

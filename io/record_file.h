@@ -18,8 +18,8 @@ namespace deepinfer::io {
 class RecordWriter final {
  public:
   struct Options {
-    int level = 3;                        // zstd level; fixed, so equal records give equal bytes
-    std::size_t records_per_frame = 64;   // flush() is also called explicitly at checkpoints
+    int level = 3;                       // zstd level; fixed, so equal records give equal bytes
+    std::size_t records_per_frame = 64;  // flush() is also called explicitly at checkpoints
   };
   // Starts PATH.partial afresh.
   RecordWriter(std::string path, Options options);
@@ -51,7 +51,7 @@ class RecordReader final {
   RecordReader(const RecordReader&) = delete;
   RecordReader& operator=(const RecordReader&) = delete;
 
-  bool next(std::string* record);  // false at the end (or at damage, in recovery mode)
+  bool next(std::string* record);                      // false at the end (or at damage, in recovery mode)
   std::size_t valid_bytes() const { return offset_; }  // bytes of complete frames read so far
   bool truncated() const { return !problem_.empty(); }
   const std::string& problem() const { return problem_; }  // why reading stopped early

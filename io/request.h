@@ -19,22 +19,22 @@ struct InputLocation {
 
 // Defaults follow the OpenAI completions API where it has one.
 struct RequestLine {
-  std::string id;                      // "id" / "custom_id"; default "<file>:<line>"
+  std::string id;  // "id" / "custom_id"; default "<file>:<line>"
   InputLocation input;
-  std::vector<int32_t> prompt_token_ids;    // a text prompt's ids once the reader tokenized it
-  std::optional<std::string> prompt_text;   // the text of a text prompt
-  bool add_special_tokens = true;           // text prompts: apply the tokenizer's template (BOS)
+  std::vector<int32_t> prompt_token_ids;   // a text prompt's ids once the reader tokenized it
+  std::optional<std::string> prompt_text;  // the text of a text prompt
+  bool add_special_tokens = true;          // text prompts: apply the tokenizer's template (BOS)
   int64_t max_tokens = 16;
-  double temperature = 1.0;            // 0 = greedy
-  double top_p = 1.0;                  // (0, 1]
-  int64_t top_k = 0;                   // 0 (or -1 in the input) = off
-  double min_p = 0.0;                  // [0, 1]
-  std::optional<uint64_t> seed;        // absent: derived from the job seed and the id
+  double temperature = 1.0;      // 0 = greedy
+  double top_p = 1.0;            // (0, 1]
+  int64_t top_k = 0;             // 0 (or -1 in the input) = off
+  double min_p = 0.0;            // [0, 1]
+  std::optional<uint64_t> seed;  // absent: derived from the job seed and the id
   std::vector<int32_t> stop_token_ids;
-  std::vector<std::string> stop;       // stop strings (non-empty); need the tokenizer
+  std::vector<std::string> stop;  // stop strings (non-empty); need the tokenizer
   bool ignore_eos = false;
-  int64_t min_tokens = 0;              // <= max_tokens
-  int64_t logprobs = 0;                // top-N logprobs per token, 0..20
+  int64_t min_tokens = 0;  // <= max_tokens
+  int64_t logprobs = 0;    // top-N logprobs per token, 0..20
 };
 
 struct RequestError {

@@ -49,10 +49,13 @@ std::string show(element value) {
 
 int64_t get_int(std::string_view field, element value, int64_t lo, int64_t hi) {
   int64_t number;
-  if (value.type() == element_type::UINT64) throw BadRequest{"field '" + std::string(field) + "' = " + show(value) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+  if (value.type() == element_type::UINT64)
+    throw BadRequest{"field '" + std::string(field) + "' = " + show(value) + " is out of range [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]"};
   if (value.get(number)) bad_type(field, value, "an integer");
   if (number < lo || number > hi)
-    throw BadRequest{"field '" + std::string(field) + "' = " + std::to_string(number) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"};
+    throw BadRequest{"field '" + std::string(field) + "' = " + std::to_string(number) + " is out of range [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "]"};
   return number;
 }
 
@@ -79,8 +82,8 @@ std::vector<int32_t> get_token_ids(std::string_view field, element value, int64_
   for (element item : array) {
     int64_t id;
     if (item.type() != element_type::INT64 || item.get(id) || id < 0 || id > hi)
-      throw BadRequest{"field '" + std::string(field) + "'[" + std::to_string(index) + "] = " + show(item) +
-                       " is not a token id in [0, " + std::to_string(hi) + "]"};
+      throw BadRequest{"field '" + std::string(field) + "'[" + std::to_string(index) + "] = " + show(item) + " is not a token id in [0, " +
+                       std::to_string(hi) + "]"};
     ids.push_back(static_cast<int32_t>(id));
     ++index;
   }
@@ -125,7 +128,8 @@ std::vector<std::string> get_stop_strings(element value) {
 // A text prompt becomes token ids; every id must be inside the model's vocabulary.
 void tokenize_prompt(RequestLine* request, const RequestParseOptions& options) {
   if (!options.tokenizer)
-    throw BadRequest{"text prompts need the tokenizer (tokenizer.json in the model directory), which this job does not have; give 'prompt_token_ids'"};
+    throw BadRequest{
+        "text prompts need the tokenizer (tokenizer.json in the model directory), which this job does not have; give 'prompt_token_ids'"};
   request->prompt_token_ids = options.tokenizer->encode(*request->prompt_text, request->add_special_tokens);
   if (request->add_special_tokens && options.bos_token_id >= 0 && !options.tokenizer->template_adds_tokens()) {
     request->prompt_token_ids.insert(request->prompt_token_ids.begin(), options.bos_token_id);
@@ -199,7 +203,9 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     } else if (key == "stop") {
       request->stop = get_stop_strings(value);
       if (!request->stop.empty() && !options.tokenizer)
-        throw BadRequest{"field 'stop' (stop strings) needs the tokenizer (tokenizer.json in the model directory), which this job does not have; use 'stop_token_ids'"};
+        throw BadRequest{
+            "field 'stop' (stop strings) needs the tokenizer (tokenizer.json in the model directory), which this job does not have; use "
+            "'stop_token_ids'"};
     } else if (key == "add_special_tokens") {
       request->add_special_tokens = get_bool(key, value);
     } else {
@@ -208,7 +214,8 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
   }
   if (!have_prompt) throw BadRequest{"missing 'prompt_token_ids' (or 'prompt')"};
   if (request->min_tokens > request->max_tokens)
-    throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) + " exceeds max_tokens = " + std::to_string(request->max_tokens)};
+    throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) +
+                     " exceeds max_tokens = " + std::to_string(request->max_tokens)};
   if (request->prompt_text) tokenize_prompt(request, options);
 }
 
@@ -223,8 +230,7 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
   try {
     if (line.size() >= 3 && line.substr(0, 3) == "\xEF\xBB\xBF")
       throw BadRequest{"line starts with a UTF-8 byte order mark; save the file as UTF-8 without BOM"};
-    if (!line.empty() && line.back() == '\r')
-      throw BadRequest{"line ends with CRLF; convert the file to LF line endings (e.g. dos2unix)"};
+    if (!line.empty() && line.back() == '\r') throw BadRequest{"line ends with CRLF; convert the file to LF line endings (e.g. dos2unix)"};
     thread_local simdjson::dom::parser parser;
     simdjson::padded_string padded(line);
     element root;
@@ -359,9 +365,9 @@ bool RequestReader::next(RequestItem* item) {
     ++lines_read_;
     const InputLocation where{files_[file_index_], line_number_};
     if (too_long) {
-      *item = RequestError{where.file + ":" + std::to_string(where.line), where,
-                           where.file + ":" + std::to_string(where.line) + ": line longer than " +
-                               std::to_string(options_.max_line_bytes) + " bytes"};
+      *item = RequestError{
+          where.file + ":" + std::to_string(where.line), where,
+          where.file + ":" + std::to_string(where.line) + ": line longer than " + std::to_string(options_.max_line_bytes) + " bytes"};
       return true;
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
@@ -370,8 +376,8 @@ bool RequestReader::next(RequestItem* item) {
       auto [it, inserted] = seen_ids_.emplace(request->id, where);
       if (!inserted) {
         *item = RequestError{request->id, where,
-                             where.file + ":" + std::to_string(where.line) + ": duplicate id '" + request->id +
-                                 "' (first at " + it->second.file + ":" + std::to_string(it->second.line) + ")"};
+                             where.file + ":" + std::to_string(where.line) + ": duplicate id '" + request->id + "' (first at " +
+                                 it->second.file + ":" + std::to_string(it->second.line) + ")"};
       }
     }
     return true;

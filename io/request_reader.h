@@ -22,8 +22,8 @@ class Tokenizer;
 using RequestItem = std::variant<RequestLine, RequestError>;
 
 struct RequestParseOptions {
-  int64_t vocab_size = 0;             // token ids must be < vocab_size (0: unchecked)
-  int64_t max_tokens_limit = 1 << 20; // largest max_tokens accepted
+  int64_t vocab_size = 0;              // token ids must be < vocab_size (0: unchecked)
+  int64_t max_tokens_limit = 1 << 20;  // largest max_tokens accepted
   // Tokenizes text prompts and allows stop strings; null: both are error records.
   std::shared_ptr<const Tokenizer> tokenizer = nullptr;
   // The checkpoint config's bos_token_id: with add_special_tokens it is prepended to a text

@@ -27,14 +27,12 @@ struct DTypeInfo {
   std::size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::kF32, "F32", 4},        {DType::kF16, "F16", 2},         {DType::kBF16, "BF16", 2},
+    {DType::kF32, "F32", 4},        {DType::kF16, "F16", 2},        {DType::kBF16, "BF16", 2},
     {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E8M0, "F8_E8M0", 1}, {DType::kI8, "I8", 1},
-    {DType::kU8, "U8", 1},          {DType::kI32, "I32", 4},         {DType::kI64, "I64", 8},
+    {DType::kU8, "U8", 1},          {DType::kI32, "I32", 4},        {DType::kI64, "I64", 8},
 };
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw std::runtime_error("safetensors " + path + ": " + what);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& what) { throw std::runtime_error("safetensors " + path + ": " + what); }
 
 }  // namespace
 
@@ -62,9 +60,8 @@ int64_t TensorView::numel() const {
   return n;
 }
 
-std::vector<TensorView> SafetensorsFile::parse_header(std::string_view json, const std::byte* data,
-                                                      std::size_t data_size, const std::string& path,
-                                                      std::map<std::string, std::string>* metadata) {
+std::vector<TensorView> SafetensorsFile::parse_header(std::string_view json, const std::byte* data, std::size_t data_size,
+                                                      const std::string& path, std::map<std::string, std::string>* metadata) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(json);
   simdjson::dom::element root;
@@ -117,8 +114,8 @@ std::vector<TensorView> SafetensorsFile::parse_header(std::string_view json, con
       fail(path, "tensor '" + name + "': data_offsets must be [begin, end] with begin <= end");
     const uint64_t expected = numel * dtype_size(*dtype);
     if (offsets[1] - offsets[0] != expected)
-      fail(path, "tensor '" + name + "': " + std::to_string(offsets[1] - offsets[0]) + " bytes for shape of " +
-                     std::to_string(expected) + " bytes (" + std::string(dtype_text) + ")");
+      fail(path, "tensor '" + name + "': " + std::to_string(offsets[1] - offsets[0]) + " bytes for shape of " + std::to_string(expected) +
+                     " bytes (" + std::string(dtype_text) + ")");
     if (offsets[1] > data_size)
       fail(path, "tensor '" + name + "': data ends at " + std::to_string(offsets[1]) + " past the file's data section of " +
                      std::to_string(data_size) + " bytes (truncated file?)");
@@ -127,7 +124,8 @@ std::vector<TensorView> SafetensorsFile::parse_header(std::string_view json, con
     tensors.push_back(std::move(view));
   }
 
-  std::sort(tensors.begin(), tensors.end(), [](const TensorView& a, const TensorView& b) { return a.data < b.data || (a.data == b.data && a.nbytes < b.nbytes); });
+  std::sort(tensors.begin(), tensors.end(),
+            [](const TensorView& a, const TensorView& b) { return a.data < b.data || (a.data == b.data && a.nbytes < b.nbytes); });
   for (std::size_t i = 1; i < tensors.size(); ++i) {
     if (tensors[i - 1].data + tensors[i - 1].nbytes > tensors[i].data)
       fail(path, "tensors '" + tensors[i - 1].name + "' and '" + tensors[i].name + "' overlap");
@@ -199,9 +197,11 @@ Checkpoint Checkpoint::open(const std::string& dir) {
     for (auto entry : weight_map) {
       std::string_view shard;
       if (entry.value.get(shard))
-        throw std::runtime_error("checkpoint index " + index_path.string() + ": weight_map['" + std::string(entry.key) + "'] is not a string");
+        throw std::runtime_error("checkpoint index " + index_path.string() + ": weight_map['" + std::string(entry.key) +
+                                 "'] is not a string");
       if (shard.find('/') != std::string_view::npos || shard.empty())
-        throw std::runtime_error("checkpoint index " + index_path.string() + ": shard name '" + std::string(shard) + "' is not a file name");
+        throw std::runtime_error("checkpoint index " + index_path.string() + ": shard name '" + std::string(shard) +
+                                 "' is not a file name");
       shards.emplace_back(shard);
     }
   } else {
@@ -243,16 +243,15 @@ const std::string& Checkpoint::file_of(std::string_view name) const {
   return files_[it->second.second]->path();
 }
 
-void SafetensorsWriter::add(std::string name, DType dtype, std::vector<int64_t> shape, const void* data,
-                            std::size_t nbytes) {
+void SafetensorsWriter::add(std::string name, DType dtype, std::vector<int64_t> shape, const void* data, std::size_t nbytes) {
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d < 0) throw std::invalid_argument("safetensors writer: tensor '" + name + "' has a negative dimension");
     numel *= d;
   }
   if (static_cast<std::size_t>(numel) * dtype_size(dtype) != nbytes)
-    throw std::invalid_argument("safetensors writer: tensor '" + name + "' has " + std::to_string(nbytes) +
-                                " bytes for " + std::to_string(numel) + " elements of " + std::string(dtype_name(dtype)));
+    throw std::invalid_argument("safetensors writer: tensor '" + name + "' has " + std::to_string(nbytes) + " bytes for " +
+                                std::to_string(numel) + " elements of " + std::string(dtype_name(dtype)));
   if (name == "__metadata__" || entries_.count(name))
     throw std::invalid_argument("safetensors writer: duplicate or reserved tensor name '" + name + "'");
   Entry entry{dtype, std::move(shape), std::vector<std::byte>(nbytes)};

@@ -18,8 +18,8 @@ namespace deepinfer::io {
 
 enum class DType { kF32, kF16, kBF16, kF8E4M3, kF8E8M0, kI8, kU8, kI32, kI64 };
 
-std::string_view dtype_name(DType dtype);     // "F32", "BF16", "F8_E4M3", ...
-std::size_t dtype_size(DType dtype);          // bytes per element
+std::string_view dtype_name(DType dtype);  // "F32", "BF16", "F8_E4M3", ...
+std::size_t dtype_size(DType dtype);       // bytes per element
 std::optional<DType> parse_dtype(std::string_view name);
 
 // A tensor's bytes inside a mapped file. Valid while the owning file/checkpoint lives.
@@ -48,8 +48,8 @@ class SafetensorsFile final {
 
   // Parses a header (the JSON after the 8-byte length) against a data section of
   // data_size bytes. Exposed for tests and the fuzz target.
-  static std::vector<TensorView> parse_header(std::string_view json, const std::byte* data, std::size_t data_size,
-                                              const std::string& path, std::map<std::string, std::string>* metadata);
+  static std::vector<TensorView> parse_header(std::string_view json, const std::byte* data, std::size_t data_size, const std::string& path,
+                                              std::map<std::string, std::string>* metadata);
 
  private:
   SafetensorsFile() = default;
@@ -66,7 +66,7 @@ class Checkpoint final {
  public:
   static Checkpoint open(const std::string& dir);
   const TensorView* find(std::string_view name) const;  // nullptr if absent
-  std::vector<std::string> names() const;                // sorted
+  std::vector<std::string> names() const;               // sorted
   const std::string& dir() const { return dir_; }
   // The file a tensor lives in (for error messages).
   const std::string& file_of(std::string_view name) const;

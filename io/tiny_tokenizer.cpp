@@ -68,8 +68,7 @@ class Scheduler: def step(self): batch = self.waiting[:self.max_batch]; self.run
 std::string pre_tokenizer_json() {
   std::string out = R"({"type":"Sequence","pretokenizers":[)";
   for (const char* pattern : kSplitPatterns) {
-    out += R"({"type":"Split","pattern":{"Regex":)" + json_escape(pattern) +
-           R"(},"behavior":"Isolated","invert":false},)";
+    out += R"({"type":"Split","pattern":{"Regex":)" + json_escape(pattern) + R"(},"behavior":"Isolated","invert":false},)";
   }
   out += R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]})";
   return out;
@@ -150,11 +149,11 @@ std::string tiny_tokenizer_json(int32_t vocab_size) {
   out += added_token_json(kTinyBosId, bos) + "," + added_token_json(kTinyEosId, eos) + "],\n";
   out += R"("normalizer":null,"pre_tokenizer":)" + pre + ",\n";
   out += R"("post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":)" + json_escape(bos) +
-         R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[{"SpecialToken":{"id":)" +
-         json_escape(bos) + R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],)" +
-         R"("special_tokens":{)" + json_escape(bos) + R"(:{"id":)" + json_escape(bos) + R"(,"ids":[0],"tokens":[)" +
-         json_escape(bos) + "]}}},\n";
-  out += R"("decoder":{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},)" "\n";
+         R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}}],"pair":[{"SpecialToken":{"id":)" + json_escape(bos) +
+         R"(,"type_id":0}},{"Sequence":{"id":"A","type_id":0}},{"Sequence":{"id":"B","type_id":1}}],)" + R"("special_tokens":{)" +
+         json_escape(bos) + R"(:{"id":)" + json_escape(bos) + R"(,"ids":[0],"tokens":[)" + json_escape(bos) + "]}}},\n";
+  out += R"("decoder":{"type":"ByteLevel","add_prefix_space":true,"trim_offsets":true,"use_regex":true},)"
+         "\n";
   out += R"("model":{"type":"BPE","dropout":null,"unk_token":null,"continuing_subword_prefix":null,)"
          R"("end_of_word_suffix":null,"fuse_unk":false,"byte_fallback":false,"ignore_merges":false,"vocab":{)";
   out += json_escape(bos) + ":0," + json_escape(eos) + ":1";
@@ -169,8 +168,6 @@ std::string tiny_tokenizer_json(int32_t vocab_size) {
   return out;
 }
 
-void write_tiny_tokenizer(const std::string& path, int32_t vocab_size) {
-  write_file_atomically(path, tiny_tokenizer_json(vocab_size));
-}
+void write_tiny_tokenizer(const std::string& path, int32_t vocab_size) { write_file_atomically(path, tiny_tokenizer_json(vocab_size)); }
 
 }  // namespace deepinfer::io

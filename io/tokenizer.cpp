@@ -22,9 +22,7 @@ namespace {
 constexpr std::size_t kMaxCachedPiece = 256;
 constexpr std::size_t kMaxCacheEntries = 1 << 18;
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
-  throw std::invalid_argument(where + ": " + what);
-}
+[[noreturn]] void fail(const std::string& where, const std::string& what) { throw std::invalid_argument(where + ": " + what); }
 
 std::string type_of(const element& value, const std::string& where) {
   std::string_view type;
@@ -37,9 +35,7 @@ bool bool_or(const element& obj, const char* key, bool fallback) {
   return obj[key].get(b) == simdjson::SUCCESS ? b : fallback;
 }
 
-uint64_t pair_key(int32_t a, int32_t b) {
-  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
-}
+uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
 
 struct Merge {
   int32_t rank;
@@ -270,7 +266,8 @@ std::shared_ptr<const Tokenizer> Tokenizer::from_json(std::string_view json, con
   if (decoder_type != "ByteLevel") fail(where + ": decoder", "unsupported decoder \"" + decoder_type + "\" (only ByteLevel)");
 
   element post;
-  if (root["post_processor"].get(post) == simdjson::SUCCESS && !post.is_null()) impl->parse_post_processor(post, where + ": post_processor");
+  if (root["post_processor"].get(post) == simdjson::SUCCESS && !post.is_null())
+    impl->parse_post_processor(post, where + ": post_processor");
   return std::shared_ptr<const Tokenizer>(new Tokenizer(std::move(impl)));
 }
 
@@ -360,15 +357,12 @@ bool Tokenizer::contains(int32_t id) const { return id >= 0 && id < vocab_size()
 
 const std::string& Tokenizer::token_bytes(int32_t id) const {
   if (!contains(id)) {
-    throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary (size " +
-                            std::to_string(vocab_size()) + ")");
+    throw std::out_of_range("token id " + std::to_string(id) + " is not in the vocabulary (size " + std::to_string(vocab_size()) + ")");
   }
   return impl_->id_bytes[id];
 }
 
-bool Tokenizer::is_special(int32_t id) const {
-  return id >= 0 && id < vocab_size() && impl_->id_special[id];
-}
+bool Tokenizer::is_special(int32_t id) const { return id >= 0 && id < vocab_size() && impl_->id_special[id]; }
 
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(impl_->id_bytes.size()); }
 

@@ -41,9 +41,7 @@ std::string Args::get(const std::string& name) const {
   return std::prev(end)->second;
 }
 
-std::string Args::get_or(const std::string& name, const std::string& fallback) const {
-  return has(name) ? get(name) : fallback;
-}
+std::string Args::get_or(const std::string& name, const std::string& fallback) const { return has(name) ? get(name) : fallback; }
 
 int64_t Args::get_int(const std::string& name, int64_t fallback) const {
   if (!has(name)) return fallback;
@@ -69,7 +67,8 @@ uint64_t Args::get_uint64(const std::string& name, uint64_t fallback) const {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || text.empty()) throw std::invalid_argument("option --" + name + " = '" + text + "' is not a non-negative integer");
+  if (used != text.size() || text.empty())
+    throw std::invalid_argument("option --" + name + " = '" + text + "' is not a non-negative integer");
   return value;
 }
 

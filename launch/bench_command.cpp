@@ -7,9 +7,9 @@
 // max(bytes / --hbm-tbps, FLOPs / --tflops), the H200's measured 4.3 TB/s and 790 TFLOP/s by
 // default. --breakdown times the parts of every timed step (engine/part_timer.h).
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
-#include <filesystem>
 #include <random>
 
 #include "engine/model_runner.h"
@@ -175,10 +175,11 @@ void print_decode(const Bench& b, const DecodeFigures& f) {
     return;
   }
   const double n = static_cast<double>(f.steps);
-  std::printf("Decode steps: %ld timed, mean batch %.1f, mean context %.0f: mean %.3f ms; roofline floor %.3f ms (%.3f GB weights + %.3f GB "
-              "state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s); measured / floor = %.2fx\n",
-              long(f.steps), f.batch / n, f.context / n, f.ms / n, f.floor_ms / n, f.cost.weight_bytes / n / 1e9, f.cost.state_bytes / n / 1e9,
-              b.bytes_per_s / 1e12, f.cost.flops / n / 1e12, b.flops_per_s / 1e12, f.ms / f.floor_ms);
+  std::printf(
+      "Decode steps: %ld timed, mean batch %.1f, mean context %.0f: mean %.3f ms; roofline floor %.3f ms (%.3f GB weights + %.3f GB "
+      "state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s); measured / floor = %.2fx\n",
+      long(f.steps), f.batch / n, f.context / n, f.ms / n, f.floor_ms / n, f.cost.weight_bytes / n / 1e9, f.cost.state_bytes / n / 1e9,
+      b.bytes_per_s / 1e12, f.cost.flops / n / 1e12, b.flops_per_s / 1e12, f.ms / f.floor_ms);
 }
 
 // Per part: ms per step (device time between its marks) and its share, by layer type.
@@ -200,7 +201,8 @@ void print_breakdown(const BenchResult& r) {
       std::snprintf(text, sizeof(text), "%s%s %.3f", types.empty() ? "" : ", ", row->layer_type.c_str(), row->ms / steps);
       types += text;
     }
-    std::printf("  %-22s %9.3f ms %5.1f%%   (%s)\n", model::forward_part_name(part), ms / steps, 100.0 * ms / std::max(total, 1e-12), types.c_str());
+    std::printf("  %-22s %9.3f ms %5.1f%%   (%s)\n", model::forward_part_name(part), ms / steps, 100.0 * ms / std::max(total, 1e-12),
+                types.c_str());
   }
 }
 
@@ -208,10 +210,11 @@ void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
   const double s = std::max(outcome.elapsed_s, 1e-9);
   const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
   std::printf("model: %s | hardware: %s | dtype: %s\n", b.model.c_str(), hardware_description(b.device).c_str(), dtype_name(b.dtype));
-  std::printf("workload: %ld prompts, input %ld:%ld, output %ld:%ld (ignore_eos), max_num_seqs %d, max_num_batched_tokens %d, "
-              "warm-up %ld prompts excluded\n",
-              long(b.num_prompts), long(b.input_len.first), long(b.input_len.second), long(b.output_len.first), long(b.output_len.second),
-              b.config.max_num_seqs, b.config.max_num_batched_tokens, long(b.warmup_prompts));
+  std::printf(
+      "workload: %ld prompts, input %ld:%ld, output %ld:%ld (ignore_eos), max_num_seqs %d, max_num_batched_tokens %d, "
+      "warm-up %ld prompts excluded\n",
+      long(b.num_prompts), long(b.input_len.first), long(b.input_len.second), long(b.output_len.first), long(b.output_len.second),
+      b.config.max_num_seqs, b.config.max_num_batched_tokens, long(b.warmup_prompts));
   std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s\n", outcome.requests_run / s, total_tps,
               outcome.output_tokens / s);
   std::printf("Mean TTFT: %.1f ms, mean TPOT: %.2f ms, elapsed %.2f s, steps %ld, preemptions %ld\n", outcome.mean_ttft_ms,
@@ -229,12 +232,20 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
   w.key("output_len").begin_array().value(b.output_len.first).value(b.output_len.second).end_array();
   w.key("max_num_seqs").value(b.config.max_num_seqs).key("max_num_batched_tokens").value(b.config.max_num_batched_tokens);
   w.key("warmup_prompts").value(b.warmup_prompts).key("elapsed_s").value(outcome.elapsed_s);
-  w.key("requests_per_s").value(outcome.requests_run / s).key("total_tokens_per_s").value((outcome.prompt_tokens + outcome.output_tokens) / s);
+  w.key("requests_per_s")
+      .value(outcome.requests_run / s)
+      .key("total_tokens_per_s")
+      .value((outcome.prompt_tokens + outcome.output_tokens) / s);
   w.key("output_tokens_per_s").value(outcome.output_tokens / s).key("input_tokens").value(outcome.prompt_tokens);
   w.key("output_tokens").value(outcome.output_tokens).key("mean_ttft_ms").value(outcome.mean_ttft_ms);
   w.key("mean_tpot_ms").value(outcome.mean_tpot_ms).key("preemptions").value(outcome.preemptions);
   w.key("decode_steps").value(f.steps).key("decode_mean_batch").value(f.batch / n).key("decode_mean_context").value(f.context / n);
-  w.key("decode_step_ms").value(f.ms / n).key("decode_floor_ms").value(f.floor_ms / n).key("decode_roofline_ratio").value(f.steps ? f.ms / f.floor_ms : 0.0);
+  w.key("decode_step_ms")
+      .value(f.ms / n)
+      .key("decode_floor_ms")
+      .value(f.floor_ms / n)
+      .key("decode_roofline_ratio")
+      .value(f.steps ? f.ms / f.floor_ms : 0.0);
   w.key("breakdown").begin_array();
   for (const auto& row : result.parts) {
     w.begin_object().key("part").value(model::forward_part_name(row.part)).key("layer_type").value(row.layer_type);

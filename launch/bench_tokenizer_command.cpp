@@ -23,13 +23,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string builtin_corpus() {
-  static const char* const kPieces[] = {
-      "The quick brown fox jumps over the lazy dog.", "In the morning the weather was cold,", "but in the afternoon it was warm",
-      "and the people of the town went out to the market", "A language model reads a prompt and writes the next token.",
-      "for (int i = 0; i < n; ++i) { total += values[i]; }", "def encode(text): return [vocab[p] for p in split(text)]",
-      "std::vector<int32_t> ids = tokenizer->encode(prompt, true);", "12345 2024 3.14159 -0.5e-3 1,000,000 0x7fff",
-      "你好，世界。日本語のテキストとカタカナ。", "한국어 텍스트", "Ελληνικά, русский, العربية, עברית, हिन्दी",
-      "emoji 👍🏽 🤖 🇯🇵", "    indented line\twith tabs", "Hello, world!", "return the result of the function;"};
+  static const char* const kPieces[] = {"The quick brown fox jumps over the lazy dog.",
+                                        "In the morning the weather was cold,",
+                                        "but in the afternoon it was warm",
+                                        "and the people of the town went out to the market",
+                                        "A language model reads a prompt and writes the next token.",
+                                        "for (int i = 0; i < n; ++i) { total += values[i]; }",
+                                        "def encode(text): return [vocab[p] for p in split(text)]",
+                                        "std::vector<int32_t> ids = tokenizer->encode(prompt, true);",
+                                        "12345 2024 3.14159 -0.5e-3 1,000,000 0x7fff",
+                                        "你好，世界。日本語のテキストとカタカナ。",
+                                        "한국어 텍스트",
+                                        "Ελληνικά, русский, العربية, עברית, हिन्दी",
+                                        "emoji 👍🏽 🤖 🇯🇵",
+                                        "    indented line\twith tabs",
+                                        "Hello, world!",
+                                        "return the result of the function;"};
   std::mt19937 rng(7);
   std::string text;
   while (text.size() < (1u << 20)) {
@@ -115,9 +124,10 @@ int bench_tokenizer_command(int argc, char** argv) {
   std::printf("encode: %.2f MB/s (%.0f tokens/s) warm, %ld passes in %.2f s after one cold pass at %.2f MB/s (empty BPE cache)\n",
               mb_per_s(encode_passes, encode_s), static_cast<double>(tokens) * encode_passes / std::max(encode_s, 1e-9),
               long(encode_passes), encode_s, mb_per_s(1, cold_s));
-  std::printf("decode: %.2f MB/s per line (Tokenizer::decode), %.2f MB/s token by token (OutputText, as the job); "
-              "%ld and %ld passes\n",
-              mb_per_s(decode_passes, decode_s), mb_per_s(stream_passes, stream_s), long(decode_passes), long(stream_passes));
+  std::printf(
+      "decode: %.2f MB/s per line (Tokenizer::decode), %.2f MB/s token by token (OutputText, as the job); "
+      "%ld and %ld passes\n",
+      mb_per_s(decode_passes, decode_s), mb_per_s(stream_passes, stream_s), long(decode_passes), long(stream_passes));
   if (sink == 42) std::printf("\n");
   return 0;
 }

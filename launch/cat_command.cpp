@@ -30,7 +30,8 @@ int results_world_size(const std::string& dir) {
     if (!std::regex_match(name, m, pattern)) continue;
     if (m[3].matched) throw std::invalid_argument(dir + " holds an unfinished " + name + "; finish it with generate --resume");
     const int w = std::stoi(m[2].str());
-    if (world != 0 && w != world) throw std::invalid_argument(dir + " mixes results of world sizes " + std::to_string(world) + " and " + std::to_string(w));
+    if (world != 0 && w != world)
+      throw std::invalid_argument(dir + " mixes results of world sizes " + std::to_string(world) + " and " + std::to_string(w));
     world = w;
   }
   if (world == 0) throw std::invalid_argument(dir + " holds no results-*.jsonl.zst");
@@ -55,7 +56,8 @@ int cat_command(int argc, char** argv) {
   std::vector<std::unique_ptr<io::RecordReader>> readers;
   for (int rank = 0; rank < world; ++rank) {
     const fs::path path = fs::path(dir) / pipeline::results_file_name(rank, world);
-    if (!fs::exists(path)) throw std::invalid_argument("missing " + path.string() + " (rank " + std::to_string(rank) + " of " + std::to_string(world) + ")");
+    if (!fs::exists(path))
+      throw std::invalid_argument("missing " + path.string() + " (rank " + std::to_string(rank) + " of " + std::to_string(world) + ")");
     readers.push_back(std::make_unique<io::RecordReader>(path.string(), /*recover=*/false));
   }
   std::string record;
@@ -70,7 +72,8 @@ int cat_command(int argc, char** argv) {
   }
   for (int rank = 0; rank < world; ++rank)
     if (readers[static_cast<std::size_t>(rank)]->next(&record))
-      throw std::runtime_error("rank " + std::to_string(rank) + "'s results file has records past the end of the input order: the files are not one job's shards");
+      throw std::runtime_error("rank " + std::to_string(rank) +
+                               "'s results file has records past the end of the input order: the files are not one job's shards");
   return std::fflush(stdout) == 0 ? 0 : 1;
 }
 

@@ -1,8 +1,8 @@
 // `deepinfer generate`, `deepinfer bench` and `deepinfer init-model`.
 #include <atomic>
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 
@@ -46,8 +46,8 @@ struct Running {
   std::unique_ptr<engine::ModelRunner> runner;
 };
 
-std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::JobConfig& config, at::Device device,
-                                     at::ScalarType dtype, const MpiSession& mpi) {
+std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::JobConfig& config, at::Device device, at::ScalarType dtype,
+                                     const MpiSession& mpi) {
   auto running = std::make_unique<Running>();
   std::fprintf(stderr, "[rank %d/%d] loading %s on %s (%s)...\n", mpi.rank(), mpi.world_size(), spec.c_str(),
                hardware_description(device).c_str(), dtype == at::kBFloat16 ? "bfloat16" : "float32");
@@ -60,10 +60,11 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
   }
   running->model = pipeline::load_model_source(spec, dtype, device, config.seed, mpi.rank(), mpi.world_size());
   if (mpi.rank() == 0) {
-    std::fprintf(stderr, "%s\n", running->model.tokenizer
-                                     ? ("tokenizer: " + std::to_string(running->model.tokenizer->vocab_size()) +
-                                        " tokens (text prompts, stop strings, \"text\" in results)").c_str()
-                                     : "no tokenizer.json: token-id prompts only");
+    std::fprintf(stderr, "%s\n",
+                 running->model.tokenizer ? ("tokenizer: " + std::to_string(running->model.tokenizer->vocab_size()) +
+                                             " tokens (text prompts, stop strings, \"text\" in results)")
+                                                .c_str()
+                                          : "no tokenizer.json: token-id prompts only");
   }
   running->engine = pipeline::engine_options(config, running->model.weights->config(), dtype, device);
   engine::ModelRunner::Options runner = running->engine.runner;
@@ -80,14 +81,14 @@ void finish_job(const pipeline::JobOutcome& outcome, const std::string& job_json
   const auto outcomes = mpi.gather_outcomes(outcome);
   if (mpi.rank() != 0) return;
   pipeline::write_manifest(output, job_json, mpi.world_size());
-  const std::string throughput = pipeline::write_summary(
-      output, outcomes,
-      mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device) : hardware_description(device));
+  const std::string throughput =
+      pipeline::write_summary(output, outcomes,
+                              mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device)
+                                                   : hardware_description(device));
   std::printf("%s\n", throughput.c_str());
   int64_t records = 0;
   for (const auto& o : outcomes) records += o.records;
-  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(),
-              mpi.world_size() > 1 ? "s" : "");
+  std::printf("done: %ld records in %s (%d rank%s)\n", long(records), output.c_str(), mpi.world_size(), mpi.world_size() > 1 ? "s" : "");
 }
 
 int run_generate(int argc, char** argv, const MpiSession& mpi) {
@@ -177,8 +178,7 @@ int init_model_command(int argc, char** argv) {
   options.fp8_linears = args.flag("fp8-linears");
   if (args.flag("float32")) options.dense_dtype = io::DType::kF32;
   model::init_model(options);
-  std::printf("wrote a random checkpoint (seed %llu) to %s\n", static_cast<unsigned long long>(options.seed),
-              options.output_dir.c_str());
+  std::printf("wrote a random checkpoint (seed %llu) to %s\n", static_cast<unsigned long long>(options.seed), options.output_dir.c_str());
   write_tiny_tokenizer_for(model::load_model_config(options.output_dir), options.output_dir);
   return 0;
 }

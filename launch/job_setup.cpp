@@ -66,8 +66,8 @@ pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const mo
   return o;
 }
 
-std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint,
-                            const std::vector<std::string>& inputs, at::Device device, at::ScalarType dtype, int world_size) {
+std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint, const std::vector<std::string>& inputs,
+                            at::Device device, at::ScalarType dtype, int world_size) {
   io::JsonWriter w;
   w.begin_object().key("model").raw(model_fingerprint).key("inputs").begin_array();
   for (const auto& input : inputs)

@@ -34,7 +34,7 @@ pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const mo
 
 // The fingerprint of everything that decides the results (compared on --resume, kept in the
 // manifest): model, inputs (sha256), seed, scheduler sizes, device, dtype, world size.
-std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint,
-                            const std::vector<std::string>& inputs, at::Device device, at::ScalarType dtype, int world_size);
+std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint, const std::vector<std::string>& inputs,
+                            at::Device device, at::ScalarType dtype, int world_size);
 
 }  // namespace deepinfer::launch

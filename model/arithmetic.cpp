@@ -35,7 +35,8 @@ at::ScalarType Arithmetic::router_dtype(at::ScalarType) const { return at::kFloa
 
 at::Tensor Arithmetic::routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                                       const at::Tensor& routing_weights, ExpertWorkspace* workspace) const {
-  if (workspace != nullptr && workspace->usable(weights, layer, x)) return workspace->routed_partial(weights, layer, x, experts, routing_weights);
+  if (workspace != nullptr && workspace->usable(weights, layer, x))
+    return workspace->routed_partial(weights, layer, x, experts, routing_weights);
   return routed_experts_loop(weights, layer, x, experts, routing_weights);
 }
 

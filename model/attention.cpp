@@ -29,10 +29,12 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
   const int64_t T = x.size(0);
   const double eps = c.rms_norm_eps;
   Projected out;
-  const at::Tensor qr = arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), weights.layer(layer, "attn.q_norm.weight"), eps);
+  const at::Tensor qr =
+      arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), weights.layer(layer, "attn.q_norm.weight"), eps);
   const at::Tensor q_proj = at::linear(qr, weights.layer(layer, "attn.wq_b.weight"));
   out.q = angles.apply(arith.rms_norm(q_proj.view({T, c.num_heads, c.head_dim}), at::Tensor(), eps));
-  const at::Tensor kv = arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps);
+  const at::Tensor kv =
+      arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps);
   out.kv = angles.apply(kv);
   if (observing(hooks)) {
     const std::string prefix = layer_prefix(layer) + "attn.";
@@ -56,7 +58,14 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0), H = c.num_heads, d = c.head_dim, W = c.sliding_window;
   const ForwardHooks* hooks = options.hooks;
-  const AttentionLayer info{layer, c.compress_ratio(layer), W, c.index_topk, H, d, c.index_head_dim, c.layer_type(layer) == LayerType::kCsa,
+  const AttentionLayer info{layer,
+                            c.compress_ratio(layer),
+                            W,
+                            c.index_topk,
+                            H,
+                            d,
+                            c.index_head_dim,
+                            c.layer_type(layer) == LayerType::kCsa,
                             weights.layer(layer, "attn.attn_sink")};
   enter(hooks, ForwardPart::kAttnProjection, layer);
   const Projected proj = project(weights, layer, x, angles, arith, hooks);
@@ -67,10 +76,11 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
     if (info.ratio > 0) {
       enter(hooks, ForwardPart::kCompressor, layer);
       const at::Tensor xg = x.index_select(0, group.rows).view({B, L, -1});
-      compress_group(weights, {prefix + "compressor.", info.ratio, c.compress_overlap(layer), d}, group, xg, rope, cache.tail, cache.compressed, arith, hooks);
+      compress_group(weights, {prefix + "compressor.", info.ratio, c.compress_overlap(layer), d}, group, xg, rope, cache.tail,
+                     cache.compressed, arith, hooks);
       if (info.csa) {
-        compress_group(weights, {prefix + "indexer.compressor.", info.ratio, 2, c.index_head_dim}, group, xg, rope, cache.index_tail, cache.index_keys,
-                       arith, hooks);
+        compress_group(weights, {prefix + "indexer.compressor.", info.ratio, 2, c.index_head_dim}, group, xg, rope, cache.index_tail,
+                       cache.index_keys, arith, hooks);
       }
     }
     enter(hooks, ForwardPart::kAttnCore, layer);
@@ -100,7 +110,8 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
   const at::Tensor o = angles.apply(out, /*inverse=*/true);
   const int64_t G = c.o_groups, group_in = H * d / G;
   const at::Tensor wo_a = weights.layer(layer, "attn.wo_a.weight").view({G, c.o_lora_rank, group_in});
-  const at::Tensor z = at::bmm(o.reshape({T, G, group_in}).transpose(0, 1), wo_a.transpose(1, 2)).transpose(0, 1).reshape({T, G * c.o_lora_rank});
+  const at::Tensor z =
+      at::bmm(o.reshape({T, G, group_in}).transpose(0, 1), wo_a.transpose(1, 2)).transpose(0, 1).reshape({T, G * c.o_lora_rank});
   if (observing(hooks)) {
     hooks->observe(prefix + "o", o.reshape({T, G, group_in}));
     hooks->observe(prefix + "z", z);

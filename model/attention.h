@@ -11,10 +11,10 @@
 
 #include <vector>
 
-#include "model/forward_batch.h"
-#include "model/model_cache.h"
 #include "model/arithmetic.h"
 #include "model/attention_group.h"
+#include "model/forward_batch.h"
+#include "model/model_cache.h"
 #include "model/ops.h"
 #include "model/sequence_group.h"
 #include "model/weights.h"

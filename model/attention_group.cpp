@@ -12,14 +12,16 @@ namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // Attention of queries [B, lt, H, d] at positions pos [B, lt] (a tile of the group) -> [B, lt, H, d].
-at::Tensor attend_tile(const Arithmetic& arith, const AttentionLayer& info, const SequenceGroup& group, const GroupKeys& keys, const at::Tensor& q,
-                       const at::Tensor& pos, const at::Tensor& index_q, const at::Tensor& index_w, const ForwardHooks* hooks) {
+at::Tensor attend_tile(const Arithmetic& arith, const AttentionLayer& info, const SequenceGroup& group, const GroupKeys& keys,
+                       const at::Tensor& q, const at::Tensor& pos, const at::Tensor& index_q, const at::Tensor& index_w,
+                       const ForwardHooks* hooks) {
   const int64_t B = q.size(0), lt = q.size(1), H = info.heads, d = info.head_dim, W = info.window;
   const auto i64 = pos.options();
   // Window keys: positions t-W+1..t.
   const at::Tensor key_pos = pos.unsqueeze(-1) - (W - 1) + at::arange(W, i64);  // [B, lt, W]
-  const at::Tensor window_keys = gather_rows(keys.window_pool, window_pool_rows(key_pos, group.start.view({B, 1, 1}), W, group.len));  // [B, lt, W, d]
-  std::vector<at::Tensor> scores{at::matmul(q, window_keys.transpose(-1, -2))};  // [B, lt, H, W]
+  const at::Tensor window_keys =
+      gather_rows(keys.window_pool, window_pool_rows(key_pos, group.start.view({B, 1, 1}), W, group.len));  // [B, lt, W, d]
+  std::vector<at::Tensor> scores{at::matmul(q, window_keys.transpose(-1, -2))};                             // [B, lt, H, W]
   std::vector<at::Tensor> valid{key_pos >= 0};
   at::Tensor compressed_keys;  // [B, lt, k, d] for CSA; HCA uses keys.entries directly
   if (keys.entries.defined()) {
@@ -73,11 +75,11 @@ at::Tensor window_pool_rows(const at::Tensor& key_pos, const at::Tensor& start, 
   return at::where(key_pos < start, at::remainder(key_pos, window), window + key_pos - start).clamp(0, window + len - 1);
 }
 
-std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const AttentionLayer& layer, const GroupKeys& keys, const at::Tensor& index_q,
-                                             const at::Tensor& index_w, const at::Tensor& visible) {
+std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const AttentionLayer& layer, const GroupKeys& keys,
+                                             const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& visible) {
   const int64_t E = keys.index_keys.size(1);
   const at::Tensor scores = arith.index_scores(index_q, index_w, keys.index_keys).masked_fill(~visible, kNegInf);  // [B, lt, E]
-  auto [top, picked] = scores.topk(std::min(layer.topk, E), /*dim=*/-1);  // [B, lt, k]
+  auto [top, picked] = scores.topk(std::min(layer.topk, E), /*dim=*/-1);                                           // [B, lt, k]
   return {picked, top != kNegInf};
 }
 
@@ -87,8 +89,8 @@ at::Tensor attend_tiled(const Arithmetic& arith, const AttentionLayer& layer, co
   std::vector<at::Tensor> tiles;
   for (int64_t l0 = 0; l0 < L; l0 += query_tile) {
     const int64_t lt = std::min(query_tile, L - l0);
-    tiles.push_back(attend_tile(arith, layer, group, keys, tile_of(queries.q, l0, lt), group.positions.narrow(1, l0, lt), tile_of(queries.index_q, l0, lt),
-                                tile_of(queries.index_w, l0, lt), options.hooks));
+    tiles.push_back(attend_tile(arith, layer, group, keys, tile_of(queries.q, l0, lt), group.positions.narrow(1, l0, lt),
+                                tile_of(queries.index_q, l0, lt), tile_of(queries.index_w, l0, lt), options.hooks));
   }
   return tiles.size() == 1 ? tiles[0] : at::cat(tiles, 1);
 }

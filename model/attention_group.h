@@ -29,7 +29,7 @@ struct AttentionLayer {
   int64_t head_dim = 0;   // d
   int64_t index_dim = 0;  // CSA indexer head dim
   bool csa = false;
-  at::Tensor sink;        // [H] float32
+  at::Tensor sink;  // [H] float32
 };
 
 struct AttentionOptions {
@@ -62,8 +62,8 @@ at::Tensor window_pool_rows(const at::Tensor& key_pos, const at::Tensor& start, 
 
 // CSA's pick: the indexer's scores (arith.index_scores) masked to `visible` [B, lt, E], then
 // at::topk -> (picks [B, lt, k] int64, real [B, lt, k]: a visible entry).
-std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const AttentionLayer& layer, const GroupKeys& keys, const at::Tensor& index_q,
-                                             const at::Tensor& index_w, const at::Tensor& visible);
+std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const AttentionLayer& layer, const GroupKeys& keys,
+                                             const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& visible);
 
 // The official attention of a group (Arithmetic::attend): queries in tiles of query_tile, each
 // tile's window keys gathered [B, lt, W, d], scores in the model dtype, softmax with the sink in

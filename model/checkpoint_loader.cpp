@@ -32,8 +32,8 @@ class TensorSource final {
     for (const std::string& name : spelled_names(official, spelling_)) {
       const io::TensorView* view = checkpoint_.find(name);
       if (view == nullptr) continue;
-      TORCH_CHECK(found == nullptr, "checkpoint ", checkpoint_.dir(), ": tensor '", official, "' is stored twice, as '",
-                  found_name, "' and as '", name, "'");
+      TORCH_CHECK(found == nullptr, "checkpoint ", checkpoint_.dir(), ": tensor '", official, "' is stored twice, as '", found_name,
+                  "' and as '", name, "'");
       found = view;
       found_name = name;
     }
@@ -50,13 +50,12 @@ class TensorSource final {
       for (const std::string& n : spelled_names(spec.name, spelling_)) tried += (tried.empty() ? "'" : ", '") + n + "'";
       TORCH_CHECK(false, "checkpoint ", checkpoint_.dir(), ": missing tensor '", spec.name, "' (looked for ", tried, ")");
     }
-    const std::string where = "checkpoint " + checkpoint_.dir() + ": tensor '" + spec.name + "' (stored as '" + name +
-                              "' in " + checkpoint_.file_of(name) + ")";
+    const std::string where =
+        "checkpoint " + checkpoint_.dir() + ": tensor '" + spec.name + "' (stored as '" + name + "' in " + checkpoint_.file_of(name) + ")";
     const bool packed_fp4 = spec.kind == WeightKind::kFp4Weight && (view->dtype == io::DType::kI8 || view->dtype == io::DType::kU8);
-    TORCH_CHECK(view->dtype == spec.dtype || packed_fp4, where, ": expected dtype ", std::string(io::dtype_name(spec.dtype)),
-                ", got ", std::string(io::dtype_name(view->dtype)));
-    TORCH_CHECK(view->shape == spec.shape, where, ": expected shape ", shape_text(spec.shape), ", got ",
-                shape_text(view->shape));
+    TORCH_CHECK(view->dtype == spec.dtype || packed_fp4, where, ": expected dtype ", std::string(io::dtype_name(spec.dtype)), ", got ",
+                std::string(io::dtype_name(view->dtype)));
+    TORCH_CHECK(view->shape == spec.shape, where, ": expected shape ", shape_text(spec.shape), ", got ", shape_text(view->shape));
     used_.insert(name);
     return *view;
   }
@@ -73,8 +72,8 @@ class TensorSource final {
 at::Tensor read_view(const io::TensorView& view) {
   const bool bytes = io::dtype_size(view.dtype) == 1;
   at::Tensor t = at::empty(view.shape, at::TensorOptions().dtype(bytes ? at::kByte : torch_dtype(view.dtype)));
-  TORCH_INTERNAL_ASSERT(static_cast<size_t>(t.numel() * t.element_size()) == view.nbytes, "tensor ", view.name, ": ",
-                        view.nbytes, " bytes for shape ", shape_text(view.shape));
+  TORCH_INTERNAL_ASSERT(static_cast<size_t>(t.numel() * t.element_size()) == view.nbytes, "tensor ", view.name, ": ", view.nbytes,
+                        " bytes for shape ", shape_text(view.shape));
   if (view.nbytes) std::memcpy(t.data_ptr(), view.data, view.nbytes);
   return t;
 }
@@ -110,21 +109,19 @@ NameSpelling detect_spelling(const io::Checkpoint& checkpoint) {
   std::string first;
   for (size_t i = 0; i < names.size() && i < 5; ++i) first += (i ? ", " : "") + names[i];
   TORCH_CHECK(false, "checkpoint ", checkpoint.dir(), ": missing tensor 'embed.weight' (neither 'embed.weight', the ",
-              "official name, nor 'model.embed_tokens.weight', the save_pretrained name, is present; first names: ",
-              first, ")");
+              "official name, nor 'model.embed_tokens.weight', the save_pretrained name, is present; first names: ", first, ")");
   return NameSpelling::kOfficial;  // unreachable
 }
 
-WeightFormat detect_format(const io::Checkpoint& checkpoint, const ModelConfig& config, NameSpelling spelling,
-                           const ExpertRange& experts) {
+WeightFormat detect_format(const io::Checkpoint& checkpoint, const ModelConfig& config, NameSpelling spelling, const ExpertRange& experts) {
   TensorSource source(checkpoint, spelling);
   WeightFormat format;
   std::string name;
   const io::TensorView* embed = source.find("embed.weight", &name);
   TORCH_CHECK(embed != nullptr, "checkpoint ", checkpoint.dir(), ": missing tensor 'embed.weight'");
   TORCH_CHECK(embed->dtype == io::DType::kF32 || embed->dtype == io::DType::kBF16, "checkpoint ", checkpoint.dir(),
-              ": tensor 'embed.weight' (stored as '", name, "' in ", checkpoint.file_of(name),
-              "): dense tensors must be F32 or BF16, got ", std::string(io::dtype_name(embed->dtype)));
+              ": tensor 'embed.weight' (stored as '", name, "' in ", checkpoint.file_of(name), "): dense tensors must be F32 or BF16, got ",
+              std::string(io::dtype_name(embed->dtype)));
   format.dense_dtype = embed->dtype;
   const io::TensorView* wq_a = source.find(layer_prefix(0) + "attn.wq_a.weight");
   format.fp8_linears = wq_a != nullptr && wq_a->dtype == io::DType::kF8E4M3;
@@ -141,8 +138,7 @@ ModelWeights load_checkpoint(const std::string& dir, const LoadOptions& options,
   return load_checkpoint(checkpoint, config, options, report);
 }
 
-ModelWeights load_checkpoint(const io::Checkpoint& checkpoint, const ModelConfig& config, const LoadOptions& options,
-                             LoadReport* report) {
+ModelWeights load_checkpoint(const io::Checkpoint& checkpoint, const ModelConfig& config, const LoadOptions& options, LoadReport* report) {
   const ExpertRange range = options.experts.value_or(ExpertRange{0, config.n_routed_experts});
   const NameSpelling spelling = detect_spelling(checkpoint);
   const WeightFormat format = detect_format(checkpoint, config, spelling, range);
@@ -154,9 +150,7 @@ ModelWeights load_checkpoint(const io::Checkpoint& checkpoint, const ModelConfig
     switch (spec.kind) {
       case WeightKind::kFp8Scale:
       case WeightKind::kFp4Scale: break;  // read with their weight
-      case WeightKind::kDense:
-        weights.set(spec.name, read_view(source.get(spec)).to(options.device).to(options.dtype));
-        break;
+      case WeightKind::kDense: weights.set(spec.name, read_view(source.get(spec)).to(options.device).to(options.dtype)); break;
       case WeightKind::kFloat32: weights.set(spec.name, read_view(source.get(spec))); break;
       case WeightKind::kInt64: {
         at::Tensor ids = read_view(source.get(spec));
@@ -170,8 +164,8 @@ ModelWeights load_checkpoint(const io::Checkpoint& checkpoint, const ModelConfig
       }
       case WeightKind::kFp8Weight:
       case WeightKind::kFp4Weight: {
-        TORCH_INTERNAL_ASSERT(i + 1 < specs.size() && specs[i + 1].name == scale_name(spec.name),
-                              "weight_specs: ", spec.name, " is not followed by its scale");
+        TORCH_INTERNAL_ASSERT(i + 1 < specs.size() && specs[i + 1].name == scale_name(spec.name), "weight_specs: ", spec.name,
+                              " is not followed by its scale");
         const at::Tensor codes = read_view(source.get(spec)).to(options.device);
         const at::Tensor scale = read_view(source.get(specs[i + 1])).to(options.device);
         if (spec.kind == WeightKind::kFp8Weight) {

@@ -26,18 +26,18 @@ namespace deepinfer::model {
 enum class NameSpelling { kOfficial, kSavePretrained };
 
 struct LoadOptions {
-  at::ScalarType dtype = at::kFloat;       // compute dtype: kFloat or kBFloat16
+  at::ScalarType dtype = at::kFloat;  // compute dtype: kFloat or kBFloat16
   at::Device device = at::kCPU;
-  std::optional<ExpertRange> experts{};    // routed experts this rank holds; nullopt = all
-  bool dequantize_fp4_experts = false;     // false keeps them packed for on-demand dequant
+  std::optional<ExpertRange> experts{};  // routed experts this rank holds; nullopt = all
+  bool dequantize_fp4_experts = false;   // false keeps them packed for on-demand dequant
 };
 
 struct LoadReport {
-  WeightFormat format;                     // storage format found in the checkpoint
+  WeightFormat format;  // storage format found in the checkpoint
   NameSpelling spelling = NameSpelling::kOfficial;
-  int64_t loaded = 0;                      // checkpoint tensors read
-  int64_t skipped_experts = 0;             // routed-expert tensors outside the expert range
-  int64_t ignored = 0;                     // tensors no spec names (mtp.*, ...), not read
+  int64_t loaded = 0;                         // checkpoint tensors read
+  int64_t skipped_experts = 0;                // routed-expert tensors outside the expert range
+  int64_t ignored = 0;                        // tensors no spec names (mtp.*, ...), not read
   std::vector<std::string> ignored_examples;  // the first few ignored names, sorted
 };
 
@@ -52,7 +52,6 @@ NameSpelling detect_spelling(const io::Checkpoint& checkpoint);
 std::vector<std::string> spelled_names(const std::string& official, NameSpelling spelling);
 // Storage format by dtype: embed.weight's dtype, whether layer 0's wq_a is F8_E4M3, whether
 // the first held expert's w1 is packed (I8/U8).
-WeightFormat detect_format(const io::Checkpoint& checkpoint, const ModelConfig& config, NameSpelling spelling,
-                           const ExpertRange& experts);
+WeightFormat detect_format(const io::Checkpoint& checkpoint, const ModelConfig& config, NameSpelling spelling, const ExpertRange& experts);
 
 }  // namespace deepinfer::model

@@ -91,13 +91,13 @@ std::string mlp_types_json(const ModelConfig& c) {
 }
 
 // Converts a CPU tensor to its storage bytes; the dtype must match the spec's storage dtype.
-void add_tensor(io::SafetensorsWriter& writer, const std::string& name, io::DType dtype,
-                const std::vector<int64_t>& shape, const at::Tensor& tensor) {
+void add_tensor(io::SafetensorsWriter& writer, const std::string& name, io::DType dtype, const std::vector<int64_t>& shape,
+                const at::Tensor& tensor) {
   const at::Tensor t = tensor.cpu().contiguous();
-  TORCH_CHECK(t.sizes() == at::IntArrayRef(shape), "write_checkpoint: tensor ", name, " has shape ", t.sizes(),
-              ", its spec says ", at::IntArrayRef(shape));
-  TORCH_CHECK(t.element_size() == static_cast<int64_t>(io::dtype_size(dtype)), "write_checkpoint: tensor ", name,
-              " is ", t.scalar_type(), ", cannot store it as ", std::string(io::dtype_name(dtype)));
+  TORCH_CHECK(t.sizes() == at::IntArrayRef(shape), "write_checkpoint: tensor ", name, " has shape ", t.sizes(), ", its spec says ",
+              at::IntArrayRef(shape));
+  TORCH_CHECK(t.element_size() == static_cast<int64_t>(io::dtype_size(dtype)), "write_checkpoint: tensor ", name, " is ", t.scalar_type(),
+              ", cannot store it as ", std::string(io::dtype_name(dtype)));
   writer.add(name, dtype, shape, t.data_ptr(), t.numel() * t.element_size());
 }
 
@@ -133,8 +133,8 @@ class ShardedWriter final {
   }
 
   void finish() {
-    TORCH_INTERNAL_ASSERT(written_.size() == shard_of_.size(), "write_checkpoint: wrote ", written_.size(), " of ",
-                          shard_of_.size(), " tensors");
+    TORCH_INTERNAL_ASSERT(written_.size() == shard_of_.size(), "write_checkpoint: wrote ", written_.size(), " of ", shard_of_.size(),
+                          " tensors");
     flush();
     if (num_shards_ == 1) return;
     io::JsonWriter index;
@@ -174,9 +174,8 @@ void prepare_dir(const std::string& dir) {
   fs::create_directories(dir);
   for (const auto& entry : fs::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
-    TORCH_CHECK(entry.path().extension() != ".safetensors" && file != "model.safetensors.index.json",
-                "write_checkpoint: ", dir, " already holds a checkpoint (", file,
-                "); write into an empty or new directory");
+    TORCH_CHECK(entry.path().extension() != ".safetensors" && file != "model.safetensors.index.json", "write_checkpoint: ", dir,
+                " already holds a checkpoint (", file, "); write into an empty or new directory");
   }
 }
 
@@ -186,8 +185,8 @@ void prepare_dir(const std::string& dir) {
 using DenseFn = std::function<at::Tensor(const WeightSpec&)>;
 using PackedFn = std::function<std::optional<std::pair<at::Tensor, at::Tensor>>(const WeightSpec&)>;
 
-void write_tensors(const ModelConfig& config, const WeightFormat& format, const std::string& dir,
-                   const WriteOptions& options, const DenseFn& dense, const PackedFn& packed) {
+void write_tensors(const ModelConfig& config, const WeightFormat& format, const std::string& dir, const WriteOptions& options,
+                   const DenseFn& dense, const PackedFn& packed) {
   prepare_dir(dir);
   const std::vector<WeightSpec> specs = weight_specs(config, format);
   ShardedWriter writer(dir, specs, options.max_shard_bytes);
@@ -246,10 +245,9 @@ std::string config_json(const ModelConfig& c, const WeightFormat& format) {
     keys.emplace_back("layer_types", layer_types_json(c));
     keys.emplace_back("compress_rates", compress_rates_json(c));
   }
-  const std::string yarn = "{\"type\": \"yarn\", \"factor\": " + real(c.yarn.factor) + ", \"beta_fast\": " +
-                           real(c.yarn.beta_fast) + ", \"beta_slow\": " + real(c.yarn.beta_slow) +
-                           ", \"original_max_position_embeddings\": " +
-                           std::to_string(c.yarn.original_max_position_embeddings) + "}";
+  const std::string yarn = "{\"type\": \"yarn\", \"factor\": " + real(c.yarn.factor) + ", \"beta_fast\": " + real(c.yarn.beta_fast) +
+                           ", \"beta_slow\": " + real(c.yarn.beta_slow) +
+                           ", \"original_max_position_embeddings\": " + std::to_string(c.yarn.original_max_position_embeddings) + "}";
   const std::vector<std::pair<std::string, std::string>> rest = {
       {"rope_theta", real(c.rope_theta)},
       {"compress_rope_theta", real(c.compress_rope_theta)},
@@ -287,8 +285,8 @@ std::string config_json(const ModelConfig& c, const WeightFormat& format) {
   if (format.fp8_linears) {
     keys.emplace_back("quantization_config",
                       "{\"quant_method\": \"fp8\", \"fmt\": \"e4m3\", \"scale_fmt\": \"ue8m0\", "
-                      "\"weight_block_size\": [" + std::to_string(kFp8Block) + ", " + std::to_string(kFp8Block) +
-                          "], \"activation_scheme\": \"dynamic\"}");
+                      "\"weight_block_size\": [" +
+                          std::to_string(kFp8Block) + ", " + std::to_string(kFp8Block) + "], \"activation_scheme\": \"dynamic\"}");
   }
   std::string out = "{\n";
   for (size_t i = 0; i < keys.size(); ++i) {
@@ -297,14 +295,12 @@ std::string config_json(const ModelConfig& c, const WeightFormat& format) {
   return out + "}\n";
 }
 
-void write_checkpoint(const ModelConfig& config, const ModelWeights& weights, const WeightFormat& format,
-                      const std::string& dir, const WriteOptions& options) {
+void write_checkpoint(const ModelConfig& config, const ModelWeights& weights, const WeightFormat& format, const std::string& dir,
+                      const WriteOptions& options) {
   const ExpertRange& held = weights.experts();
-  TORCH_CHECK(held.first == 0 && held.last == config.n_routed_experts, "write_checkpoint: the weights hold experts [",
-              held.first, ", ", held.last, ") of ", config.n_routed_experts, "; a checkpoint needs all of them");
-  auto is_packed = [&](const WeightSpec& spec) {
-    return spec.expert >= 0 && weights.get(spec.name).scalar_type() == at::kByte;
-  };
+  TORCH_CHECK(held.first == 0 && held.last == config.n_routed_experts, "write_checkpoint: the weights hold experts [", held.first, ", ",
+              held.last, ") of ", config.n_routed_experts, "; a checkpoint needs all of them");
+  auto is_packed = [&](const WeightSpec& spec) { return spec.expert >= 0 && weights.get(spec.name).scalar_type() == at::kByte; };
   const DenseFn dense = [&](const WeightSpec& spec) -> at::Tensor {
     const at::Tensor& t = weights.get(spec.name);
     if (is_packed(spec)) return dequant_fp4(t, weights.get(scale_name(spec.name)), at::kFloat);

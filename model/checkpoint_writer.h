@@ -34,8 +34,8 @@ struct WriteOptions {
 // (created if missing). Tensors are converted to the format: dense ones to format.dense_dtype,
 // FP8 linears quantized (from their in-memory dense values), routed experts quantized to FP4
 // or dequantized from FP4 as the format asks. Throws naming the tensor on a missing weight.
-void write_checkpoint(const ModelConfig& config, const ModelWeights& weights, const WeightFormat& format,
-                      const std::string& dir, const WriteOptions& options = {});
+void write_checkpoint(const ModelConfig& config, const ModelWeights& weights, const WeightFormat& format, const std::string& dir,
+                      const WriteOptions& options = {});
 
 struct InitModelOptions {
   std::string config_path;  // a config.json file (or a folder holding one)

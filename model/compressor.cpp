@@ -54,9 +54,10 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
   // Projected rows of this run; scores carry the position bias of their slot in the window.
   const at::Tensor kv_rows = at::linear(x, weights.get(spec.prefix + "wkv.weight")).to(at::kFloat);  // [B, L, c d']
   const at::Tensor ape = weights.get(spec.prefix + "ape");                                           // [m, c d'] float32
-  const at::Tensor score_rows =
-      at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) + ape.index_select(0, at::remainder(group.positions, m).reshape(-1)).view({B, L, c * d});
-  RowSource source{at::cat({tail.kv.index_select(0, group.slots), kv_rows}, 1), at::cat({tail.score.index_select(0, group.slots), score_rows}, 1), m, c, L};
+  const at::Tensor score_rows = at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) +
+                                ape.index_select(0, at::remainder(group.positions, m).reshape(-1)).view({B, L, c * d});
+  RowSource source{at::cat({tail.kv.index_select(0, group.slots), kv_rows}, 1),
+                   at::cat({tail.score.index_select(0, group.slots), score_rows}, 1), m, c, L};
   const at::Tensor p = group.start.view({B, 1, 1});
   const at::Tensor slot_offsets = at::arange(m, i64).view({1, 1, m});
 

@@ -20,10 +20,10 @@
 namespace deepinfer::model {
 
 struct CompressorSpec {
-  std::string prefix;    // e.g. "layers.2.attn.compressor." (wkv, wgate, ape, norm below it)
-  int64_t ratio = 0;     // m
-  int64_t overlap = 1;   // c: 2 = CSA overlap (previous window's first half joins), 1 = HCA
-  int64_t dim = 0;       // d'
+  std::string prefix;   // e.g. "layers.2.attn.compressor." (wkv, wgate, ape, norm below it)
+  int64_t ratio = 0;    // m
+  int64_t overlap = 1;  // c: 2 = CSA overlap (previous window's first half joins), 1 = HCA
+  int64_t dim = 0;      // d'
 };
 
 // x [B, L, D] attn-normed hidden rows of the group. paged [num_blocks, 128/m, d'].
@@ -32,6 +32,7 @@ struct CompressorSpec {
 // `arith` says (the official arithmetic: float32 up to the paged write). The observer (hooks) sees
 // spec.prefix + "entries": [B, K, d'] for the candidate windows of the run (incomplete ones zero).
 void compress_group(const ModelWeights& weights, const CompressorSpec& spec, const SequenceGroup& group, const at::Tensor& x,
-                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith, const ForwardHooks* hooks = nullptr);
+                    const Rope& rope, CompressorTail& tail, at::Tensor& paged, const Arithmetic& arith,
+                    const ForwardHooks* hooks = nullptr);
 
 }  // namespace deepinfer::model

@@ -13,7 +13,8 @@ DeepseekV4Model::DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator
       main_rope_(Rope::main(weights.config(), weights.device())),
       compress_rope_(Rope::compress(weights.config(), weights.device())) {
   TORCH_CHECK(options_.arithmetic != nullptr, "DeepseekV4Model: Options::arithmetic is null");
-  TORCH_CHECK(options_.attention.query_tile > 0, "DeepseekV4Model: attention.query_tile must be positive, got ", options_.attention.query_tile);
+  TORCH_CHECK(options_.attention.query_tile > 0, "DeepseekV4Model: attention.query_tile must be positive, got ",
+              options_.attention.query_tile);
 }
 
 at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache& cache) const {
@@ -22,8 +23,7 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const at::Device batch_device = batch.token_ids.device(), weights_device = weights_.device();
   TORCH_CHECK(batch_device.type() == weights_device.type() &&
                   (!batch_device.has_index() || !weights_device.has_index() || batch_device.index() == weights_device.index()),
-              "DeepseekV4Model: batch on ", batch.token_ids.device(), " but weights on ",
-              weights_.device());
+              "DeepseekV4Model: batch on ", batch.token_ids.device(), " but weights on ", weights_.device());
   TORCH_CHECK(cache.dtype() == weights_.dtype(), "DeepseekV4Model: cache dtype ", cache.dtype(), " differs from the compute dtype ",
               weights_.dtype());
   const std::vector<SequenceGroup> groups = make_groups(batch);
@@ -31,7 +31,7 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   const int64_t T = batch.num_tokens();
   const ForwardHooks hooks{.observer = &options_.observer, .clock = options_.clock};
   hooks.enter(ForwardPart::kEmbed, -1);
-  const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);  // [T, D]
+  const at::Tensor embedded = weights_.get("embed.weight").index_select(0, batch.token_ids);      // [T, D]
   at::Tensor streams = embedded.unsqueeze(1).expand({T, c.hc_mult, c.hidden_size}).contiguous();  // [T, n, D]
   // The token positions' cos / sin, once per rope for all layers.
   const Arithmetic& arith = *options_.arithmetic;
@@ -48,13 +48,14 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
     const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
     hooks.enter(ForwardPart::kMhc, l);
-    HcMix mix = hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, arith);
+    HcMix mix =
+        hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, arith);
     at::Tensor collapsed = hc_collapse(streams, mix.pre);
     hooks.enter(ForwardPart::kNorm, l);
     at::Tensor h = arith.rms_norm(collapsed, weights_.layer(l, "attn_norm.weight"), eps);
     tap(l, "attn_norm_out", h);
-    at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles,
-                                     arith, attention);
+    at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles, arith,
+                                     attention);
     tap(l, "attn_out", y);
     hooks.enter(ForwardPart::kMhc, l);
     streams = arith.hc_expand(streams, y, mix);
@@ -73,7 +74,8 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   }
   hooks.enter(ForwardPart::kMhc, -1);
   const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
-  const at::Tensor collapsed = hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, arith);
+  const at::Tensor collapsed =
+      hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, arith);
   hooks.enter(ForwardPart::kNorm, -1);
   const at::Tensor hidden = arith.rms_norm(collapsed, weights_.get("norm.weight"), eps);
   hooks.observe("hidden", hidden);

@@ -33,7 +33,9 @@ ForwardBatch ForwardBatch::build(const BatchInput& input, at::Device device) {
   batch.positions = at::from_blob(positions.data(), {T}, i64).clone().to(device);
   batch.block_tables = at::from_blob(table.data(), {B, batch.max_blocks}, i32).clone().to(device);
   batch.state_slots = at::from_blob(const_cast<int32_t*>(input.state_slots.data()), {B}, i32).clone().to(device);
-  batch.sample_rows = at::from_blob(const_cast<int64_t*>(input.sample_rows.data()), {static_cast<int64_t>(input.sample_rows.size())}, i64).clone().to(device);
+  batch.sample_rows = at::from_blob(const_cast<int64_t*>(input.sample_rows.data()), {static_cast<int64_t>(input.sample_rows.size())}, i64)
+                          .clone()
+                          .to(device);
   batch.validate();
   for (int64_t row : input.sample_rows) TORCH_CHECK(row >= 0 && row < T, "ForwardBatch: sample row ", row, " is not in [0, ", T, ")");
   return batch;
@@ -45,13 +47,13 @@ void ForwardBatch::validate() const {
   TORCH_CHECK(static_cast<int64_t>(query_start.size()) == B + 1 && query_start[0] == 0, "ForwardBatch: query_start needs B + 1 = ", B + 1,
               " offsets starting at 0");
   const int64_t T = num_tokens();
-  TORCH_CHECK(token_ids.dim() == 1 && token_ids.size(0) == T && token_ids.scalar_type() == at::kLong, "ForwardBatch: token_ids must be int64 [",
-              T, "]");
-  TORCH_CHECK(positions.dim() == 1 && positions.size(0) == T && positions.scalar_type() == at::kLong, "ForwardBatch: positions must be int64 [",
-              T, "]");
-  TORCH_CHECK(block_tables.dim() == 2 && block_tables.size(0) == B && block_tables.size(1) == max_blocks &&
-                  block_tables.scalar_type() == at::kInt,
-              "ForwardBatch: block_tables must be int32 [", B, ", ", max_blocks, "]");
+  TORCH_CHECK(token_ids.dim() == 1 && token_ids.size(0) == T && token_ids.scalar_type() == at::kLong,
+              "ForwardBatch: token_ids must be int64 [", T, "]");
+  TORCH_CHECK(positions.dim() == 1 && positions.size(0) == T && positions.scalar_type() == at::kLong,
+              "ForwardBatch: positions must be int64 [", T, "]");
+  TORCH_CHECK(
+      block_tables.dim() == 2 && block_tables.size(0) == B && block_tables.size(1) == max_blocks && block_tables.scalar_type() == at::kInt,
+      "ForwardBatch: block_tables must be int32 [", B, ", ", max_blocks, "]");
   TORCH_CHECK(state_slots.dim() == 1 && state_slots.size(0) == B && state_slots.scalar_type() == at::kInt,
               "ForwardBatch: state_slots must be int32 [", B, "]");
   TORCH_CHECK(sample_rows.dim() == 1 && sample_rows.scalar_type() == at::kLong, "ForwardBatch: sample_rows must be int64 [S]");

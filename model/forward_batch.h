@@ -19,11 +19,11 @@ namespace deepinfer::model {
 
 // Host description of a batch; ForwardBatch::build() makes the device tensors.
 struct BatchInput {
-  std::vector<std::vector<int64_t>> tokens;       // [B][len_b] query tokens per sequence
-  std::vector<int64_t> start_positions;           // [B] position of each run's first token
+  std::vector<std::vector<int64_t>> tokens;        // [B][len_b] query tokens per sequence
+  std::vector<int64_t> start_positions;            // [B] position of each run's first token
   std::vector<std::vector<int32_t>> block_tables;  // [B][n_b] block ids (padded with 0)
-  std::vector<int32_t> state_slots;               // [B]
-  std::vector<int64_t> sample_rows;               // [S] flat token rows to produce logits for
+  std::vector<int32_t> state_slots;                // [B]
+  std::vector<int64_t> sample_rows;                // [S] flat token rows to produce logits for
 };
 
 struct ForwardBatch {

@@ -43,8 +43,8 @@ at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix
   return (mix.post.unsqueeze(-1) * y.to(at::kFloat).unsqueeze(1) + mixed).to(streams.scalar_type());
 }
 
-at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
-                   const Arithmetic& arith) {
+at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale,
+                   const ModelConfig& config, const Arithmetic& arith) {
   const at::Tensor mix = arith.hc_projection(streams, fn, config.rms_norm_eps);  // [T, n]
   const at::Tensor pre = at::sigmoid(mix * scale[0] + base) + config.hc_eps;
   return hc_collapse(streams, pre);

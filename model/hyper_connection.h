@@ -38,7 +38,7 @@ at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps);
 at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps);
 
 // Final collapse with hc_head_fn [n, n D], hc_head_base [n], hc_head_scale [1] -> [T, D].
-at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
-                   const Arithmetic& arith);
+at::Tensor hc_head(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale,
+                   const ModelConfig& config, const Arithmetic& arith);
 
 }  // namespace deepinfer::model

@@ -40,8 +40,8 @@ ModelCache::ModelCache(const ModelConfig& config, Options options) : options_(op
 int64_t ModelCache::bytes() const {
   int64_t total = 0;
   for (const LayerCache& l : layers_) {
-    total += tensor_bytes(l.window) + tensor_bytes(l.compressed) + tensor_bytes(l.index_keys) + tensor_bytes(l.tail.kv) + tensor_bytes(l.tail.score) +
-             tensor_bytes(l.index_tail.kv) + tensor_bytes(l.index_tail.score);
+    total += tensor_bytes(l.window) + tensor_bytes(l.compressed) + tensor_bytes(l.index_keys) + tensor_bytes(l.tail.kv) +
+             tensor_bytes(l.tail.score) + tensor_bytes(l.index_tail.kv) + tensor_bytes(l.index_tail.score);
   }
   return total;
 }

@@ -32,18 +32,18 @@ struct CompressorTail {
 };
 
 struct LayerCache {
-  at::Tensor window;       // [num_slots, W, head_dim]
-  at::Tensor compressed;   // [num_blocks, 128/m, head_dim]; undefined for sliding layers
-  at::Tensor index_keys;   // [num_blocks, 128/m, index_head_dim]; CSA only
-  CompressorTail tail;     // ratio > 0
+  at::Tensor window;          // [num_slots, W, head_dim]
+  at::Tensor compressed;      // [num_blocks, 128/m, head_dim]; undefined for sliding layers
+  at::Tensor index_keys;      // [num_blocks, 128/m, index_head_dim]; CSA only
+  CompressorTail tail;        // ratio > 0
   CompressorTail index_tail;  // CSA only
 };
 
 class ModelCache final {
  public:
   struct Options {
-    int64_t num_blocks = 0;  // including padding block 0
-    int64_t num_slots = 0;   // including padding slot 0
+    int64_t num_blocks = 0;             // including padding block 0
+    int64_t num_slots = 0;              // including padding slot 0
     at::ScalarType dtype = at::kFloat;  // KV rows; tails are always float32
     at::Device device = at::kCPU;
   };

@@ -57,8 +57,10 @@ void ModelConfig::validate() const {
   check(num_layers > 0, "num_hidden_layers", "must be positive, got " + str(num_layers));
   check(num_heads > 0, "num_attention_heads", "must be positive, got " + str(num_heads));
   check(num_kv_heads == 1, "num_key_value_heads", "V4 has one shared K=V latent; expected 1, got " + str(num_kv_heads));
-  check(eos_token_id >= 0 && eos_token_id < vocab_size, "eos_token_id", "must be a token id below vocab_size " + str(vocab_size) + ", got " + str(eos_token_id));
-  check(bos_token_id >= 0 && bos_token_id < vocab_size, "bos_token_id", "must be a token id below vocab_size " + str(vocab_size) + ", got " + str(bos_token_id));
+  check(eos_token_id >= 0 && eos_token_id < vocab_size, "eos_token_id",
+        "must be a token id below vocab_size " + str(vocab_size) + ", got " + str(eos_token_id));
+  check(bos_token_id >= 0 && bos_token_id < vocab_size, "bos_token_id",
+        "must be a token id below vocab_size " + str(vocab_size) + ", got " + str(bos_token_id));
   check(head_dim > 0, "head_dim", "must be positive, got " + str(head_dim));
   check(rope_head_dim > 0 && rope_head_dim % 2 == 0 && rope_head_dim <= head_dim, "qk_rope_head_dim",
         "must be even and in (0, head_dim=" + str(head_dim) + "], got " + str(rope_head_dim));

@@ -17,7 +17,7 @@ namespace deepinfer::model {
 inline constexpr int64_t kBlockTokens = 128;
 
 enum class LayerType { kSliding, kCsa, kHca };  // ratio 0 / overlap compressor + indexer / plain compressor
-enum class MlpType { kHashMoe, kMoe };           // routed by tid2eid[token] / by top-k of biased scores
+enum class MlpType { kHashMoe, kMoe };          // routed by tid2eid[token] / by top-k of biased scores
 enum class ScoringFunc { kSqrtSoftplus, kSigmoid, kSoftmax };
 
 std::string_view layer_type_name(LayerType type);  // HF spelling: "sliding_attention", ...
@@ -46,12 +46,12 @@ struct ModelConfig {
   int64_t o_lora_rank = 0;
   int64_t sliding_window = 128;
 
-  std::vector<LayerType> layer_types;       // [num_layers]
-  std::vector<int64_t> compress_ratios;     // [num_layers]; 0 for sliding layers
-  std::vector<MlpType> mlp_types;           // [num_layers]
+  std::vector<LayerType> layer_types;    // [num_layers]
+  std::vector<int64_t> compress_ratios;  // [num_layers]; 0 for sliding layers
+  std::vector<MlpType> mlp_types;        // [num_layers]
 
-  double rope_theta = 10000.0;              // ratio-0 layers, no scaling
-  double compress_rope_theta = 160000.0;    // ratio>0 layers, with yarn
+  double rope_theta = 10000.0;            // ratio-0 layers, no scaling
+  double compress_rope_theta = 160000.0;  // ratio>0 layers, with yarn
   YarnScaling yarn;
   int64_t max_position_embeddings = 1048576;
 

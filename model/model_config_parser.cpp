@@ -124,7 +124,6 @@ class JsonObject {
   std::map<std::string, element> fields_;
 };
 
-
 std::string join(const std::vector<int64_t>& values) {
   std::ostringstream out;
   out << "[";
@@ -143,8 +142,9 @@ void parse_layers(const JsonObject& json, ModelConfig& config) {
     const int64_t with_mtp = n + config.num_nextn_predict_layers;
     const auto size = static_cast<int64_t>(official_ratios->size());
     if (size != n && size != with_mtp) {
-      fail(origin, "compress_ratios", "has " + std::to_string(size) + " entries, expected num_hidden_layers (" + std::to_string(n) +
-                                          ") or num_hidden_layers + num_nextn_predict_layers (" + std::to_string(with_mtp) + ")");
+      fail(origin, "compress_ratios",
+           "has " + std::to_string(size) + " entries, expected num_hidden_layers (" + std::to_string(n) +
+               ") or num_hidden_layers + num_nextn_predict_layers (" + std::to_string(with_mtp) + ")");
     }
     official_ratios->resize(n);
     official_types.emplace();
@@ -164,8 +164,8 @@ void parse_layers(const JsonObject& json, ModelConfig& config) {
       hca_rate = rates->integer(layer_type_name(LayerType::kHca), hca_rate);
     }
     if (static_cast<int64_t>(hf_names->size()) != config.num_layers) {
-      fail(origin, "layer_types", "has " + std::to_string(hf_names->size()) + " entries, expected num_hidden_layers (" +
-                                      std::to_string(config.num_layers) + ")");
+      fail(origin, "layer_types",
+           "has " + std::to_string(hf_names->size()) + " entries, expected num_hidden_layers (" + std::to_string(config.num_layers) + ")");
     }
     std::vector<LayerType> types;
     std::vector<int64_t> ratios;
@@ -180,8 +180,9 @@ void parse_layers(const JsonObject& json, ModelConfig& config) {
         types.push_back(LayerType::kHca);
         ratios.push_back(hca_rate);
       } else {
-        fail(origin, "layer_types", "unknown layer type '" + name + "' (expected sliding_attention, " +
-                                        "compressed_sparse_attention or heavily_compressed_attention)");
+        fail(origin, "layer_types",
+             "unknown layer type '" + name + "' (expected sliding_attention, " +
+                 "compressed_sparse_attention or heavily_compressed_attention)");
       }
     }
     if (official_ratios && (*official_ratios != ratios || *official_types != types)) {
@@ -201,12 +202,13 @@ void parse_mlp(const JsonObject& json, ModelConfig& config) {
   const std::string& origin = json.origin();
   std::optional<int64_t> num_hash = json.optional_integer("num_hash_layers");
   if (num_hash && (*num_hash < 0 || *num_hash > config.num_layers)) {
-    fail(origin, "num_hash_layers", "must be in [0, num_hidden_layers=" + std::to_string(config.num_layers) + "], got " + std::to_string(*num_hash));
+    fail(origin, "num_hash_layers",
+         "must be in [0, num_hidden_layers=" + std::to_string(config.num_layers) + "], got " + std::to_string(*num_hash));
   }
   if (auto names = json.optional_string_list("mlp_layer_types")) {
     if (static_cast<int64_t>(names->size()) != config.num_layers) {
-      fail(origin, "mlp_layer_types", "has " + std::to_string(names->size()) + " entries, expected num_hidden_layers (" +
-                                          std::to_string(config.num_layers) + ")");
+      fail(origin, "mlp_layer_types",
+           "has " + std::to_string(names->size()) + " entries, expected num_hidden_layers (" + std::to_string(config.num_layers) + ")");
     }
     config.mlp_types.clear();
     for (const std::string& name : *names) {
@@ -235,13 +237,15 @@ void parse_mlp(const JsonObject& json, ModelConfig& config) {
 void parse_yarn(const JsonObject& rope, YarnScaling& yarn) {
   std::optional<std::string> type = rope.optional_string("rope_type");
   if (!type) type = rope.optional_string("type");
-  if (type && *type != "yarn") fail(rope.origin(), rope.key_path("rope_type"), "only 'yarn' is supported for the compress rope, got '" + *type + "'");
+  if (type && *type != "yarn")
+    fail(rope.origin(), rope.key_path("rope_type"), "only 'yarn' is supported for the compress rope, got '" + *type + "'");
   yarn.factor = rope.number("factor", yarn.factor);
   yarn.beta_fast = rope.number("beta_fast", yarn.beta_fast);
   yarn.beta_slow = rope.number("beta_slow", yarn.beta_slow);
   yarn.original_max_position_embeddings = rope.integer("original_max_position_embeddings", yarn.original_max_position_embeddings);
   if (auto attention_factor = rope.optional_number("attention_factor"); attention_factor && *attention_factor != 1.0) {
-    fail(rope.origin(), rope.key_path("attention_factor"), "V4 applies no YaRN attention scaling; expected 1.0, got " + std::to_string(*attention_factor));
+    fail(rope.origin(), rope.key_path("attention_factor"),
+         "V4 applies no YaRN attention scaling; expected 1.0, got " + std::to_string(*attention_factor));
   }
 }
 
@@ -256,7 +260,8 @@ void parse_rope(const JsonObject& json, ModelConfig& config, std::optional<doubl
     }
     if (auto main = params->optional_object("main")) {
       std::optional<std::string> type = main->optional_string("rope_type");
-      if (type && *type != "default") fail(json.origin(), main->key_path("rope_type"), "the main rope must be 'default', got '" + *type + "'");
+      if (type && *type != "default")
+        fail(json.origin(), main->key_path("rope_type"), "the main rope must be 'default', got '" + *type + "'");
       config.rope_theta = main->number("rope_theta", config.rope_theta);
       if (auto factor = main->optional_number("partial_rotary_factor")) partial_rotary_factor = factor;
     }
@@ -267,7 +272,6 @@ void parse_rope(const JsonObject& json, ModelConfig& config, std::optional<doubl
     }
   }
 }
-
 
 }  // namespace
 
@@ -304,10 +308,13 @@ ModelConfig parse_model_config(std::string_view text, const std::string& origin)
   if (partial_rotary_factor) {
     const double derived = *partial_rotary_factor * static_cast<double>(config.head_dim);
     if (std::floor(derived) != derived) {
-      fail(origin, "partial_rotary_factor", "times head_dim=" + std::to_string(config.head_dim) + " is not an integer (" + std::to_string(derived) + ")");
+      fail(origin, "partial_rotary_factor",
+           "times head_dim=" + std::to_string(config.head_dim) + " is not an integer (" + std::to_string(derived) + ")");
     }
     if (rope_dim && *rope_dim != static_cast<int64_t>(derived)) {
-      fail(origin, "qk_rope_head_dim", std::to_string(*rope_dim) + " disagrees with partial_rotary_factor * head_dim = " + std::to_string(static_cast<int64_t>(derived)));
+      fail(origin, "qk_rope_head_dim",
+           std::to_string(*rope_dim) +
+               " disagrees with partial_rotary_factor * head_dim = " + std::to_string(static_cast<int64_t>(derived)));
     }
     rope_dim = static_cast<int64_t>(derived);
   }

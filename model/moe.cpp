@@ -49,7 +49,8 @@ at::Tensor routed_experts_loop(const ModelWeights& weights, int64_t layer, const
   return out;
 }
 
-Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, const Arithmetic& arith) {
+Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
+                     const Arithmetic& arith) {
   const ModelConfig& config = weights.config();
   const at::ScalarType dt = arith.router_dtype(x.scalar_type());
   const at::Tensor logits = at::linear(x.to(dt), weights.layer(layer, "ffn.gate.weight").to(dt));  // [T, E]
@@ -67,8 +68,8 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
   return routing;
 }
 
-at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids, ExpertCommunicator& comm,
-                       const Arithmetic& arith, ExpertWorkspace* workspace, const ForwardHooks* hooks) {
+at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
+                       ExpertCommunicator& comm, const Arithmetic& arith, ExpertWorkspace* workspace, const ForwardHooks* hooks) {
   const ModelConfig& config = weights.config();
   enter(hooks, ForwardPart::kRouter, layer);
   const Routing routing = route_tokens(weights, layer, x, token_ids, arith);
@@ -84,8 +85,9 @@ at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Ten
   enter(hooks, ForwardPart::kSharedExpert, layer);
   if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {
-    const at::Tensor shared = swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
-                                         weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
+    const at::Tensor shared =
+        swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
+                   weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
     if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.shared", shared);
     out = out + shared.to(out.scalar_type());
   }

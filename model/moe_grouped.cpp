@@ -45,8 +45,10 @@ const ExpertWorkspace::LayerTables& ExpertWorkspace::tables(const ModelWeights& 
     w2.push_back(&weights.get(prefix + "w2.weight"));
     w2_scale.push_back(&weights.get(scale_name(prefix + "w2.weight")));
   }
-  for (const at::Tensor* t : w13) TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "ExpertWorkspace: unaligned expert weight");
-  for (const at::Tensor* t : w2) TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "ExpertWorkspace: unaligned expert weight");
+  for (const at::Tensor* t : w13)
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "ExpertWorkspace: unaligned expert weight");
+  for (const at::Tensor* t : w2)
+    TORCH_CHECK(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0, "ExpertWorkspace: unaligned expert weight");
   const at::Device device = weights.device();
   LayerTables t{pointer_table(w13, device), pointer_table(w13_scale, device), pointer_table(w2, device), pointer_table(w2_scale, device)};
   return tables_.emplace(layer, std::move(t)).first->second;
@@ -66,8 +68,8 @@ const ExpertWorkspace::Stacked& ExpertWorkspace::stacked(const ModelWeights& wei
 
 at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                                            const at::Tensor& routing_weights) {
-  TORCH_CHECK(usable(weights, layer, x), "ExpertWorkspace::routed_partial: the grouped path cannot run layer ", layer, " on ", x.device(), " ",
-              x.scalar_type(), " (usable() is false)");
+  TORCH_CHECK(usable(weights, layer, x), "ExpertWorkspace::routed_partial: the grouped path cannot run layer ", layer, " on ", x.device(),
+              " ", x.scalar_type(), " (usable() is false)");
   const ModelConfig& c = weights.config();
   const ExpertRange& owned = weights.experts();
   const int64_t E = owned.size(), I = c.moe_intermediate_size, D = c.hidden_size, k = experts.size(1);

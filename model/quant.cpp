@@ -49,9 +49,7 @@ at::Tensor lookup(const at::Tensor& table, const at::Tensor& codes) {
   return table.index_select(0, codes.reshape({-1}).to(at::kLong)).view(codes.sizes());
 }
 
-std::vector<int64_t> lead_sizes(const at::Tensor& t) {
-  return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - 2);
-}
+std::vector<int64_t> lead_sizes(const at::Tensor& t) { return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - 2); }
 
 // x [..., R, C] multiplied (or divided) by s [..., ceil(R/br), ceil(C/bc)] broadcast over its blocks.
 at::Tensor apply_block_scale(const at::Tensor& x, const at::Tensor& s, int64_t br, int64_t bc, bool divide) {
@@ -97,10 +95,9 @@ at::Tensor pow2_ceil_exponent(const at::Tensor& amax, double qmax) {
 at::Tensor encode_magnitude(const at::Tensor& magnitude, const std::vector<double>& values) {
   std::vector<double> mids;
   for (size_t i = 0; i + 1 < values.size(); ++i) mids.push_back((values[i] + values[i + 1]) / 2);
-  at::Tensor boundaries =
-      at::from_blob(mids.data(), {static_cast<int64_t>(mids.size())}, at::TensorOptions().dtype(at::kDouble))
-          .clone()
-          .to(magnitude.device());
+  at::Tensor boundaries = at::from_blob(mids.data(), {static_cast<int64_t>(mids.size())}, at::TensorOptions().dtype(at::kDouble))
+                              .clone()
+                              .to(magnitude.device());
   at::Tensor lo = at::bucketize(magnitude, boundaries, /*out_int32=*/false, /*right=*/false);
   at::Tensor hi = at::bucketize(magnitude, boundaries, /*out_int32=*/false, /*right=*/true);
   at::Tensor lo_even = at::remainder(lo, 2) == 0;
@@ -127,22 +124,19 @@ at::Tensor e8m0_table(at::Device device) {
 
 at::Tensor e2m1_table(at::Device device) { return table_tensor(kE2m1Values.data(), 16, device); }
 
-at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype,
-                                 int64_t block) {
+at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block) {
   TORCH_CHECK(block > 0, "dequant_fp8_blockwise: block must be positive, got ", block);
   TORCH_CHECK(weight.scalar_type() == at::kByte && scale.scalar_type() == at::kByte,
-              "dequant_fp8_blockwise: weight and scale must be uint8, got ", weight.scalar_type(), " and ",
-              scale.scalar_type());
+              "dequant_fp8_blockwise: weight and scale must be uint8, got ", weight.scalar_type(), " and ", scale.scalar_type());
   TORCH_CHECK(weight.dim() >= 2 && scale.dim() == weight.dim(),
-              "dequant_fp8_blockwise: weight [..., out, in] and scale [..., out/B, in/B] expected, got ",
-              weight.sizes(), " and ", scale.sizes());
+              "dequant_fp8_blockwise: weight [..., out, in] and scale [..., out/B, in/B] expected, got ", weight.sizes(), " and ",
+              scale.sizes());
   std::vector<int64_t> expected = lead_sizes(weight);
   expected.push_back(ceil_div(weight.size(-2), block));
   expected.push_back(ceil_div(weight.size(-1), block));
-  TORCH_CHECK(scale.sizes() == at::IntArrayRef(expected), "dequant_fp8_blockwise: weight ", weight.sizes(),
-              " with block ", block, " needs scale ", at::IntArrayRef(expected), ", got ", scale.sizes());
-  TORCH_CHECK(scale.device() == weight.device(), "dequant_fp8_blockwise: weight on ", weight.device(),
-              " but scale on ", scale.device());
+  TORCH_CHECK(scale.sizes() == at::IntArrayRef(expected), "dequant_fp8_blockwise: weight ", weight.sizes(), " with block ", block,
+              " needs scale ", at::IntArrayRef(expected), ", got ", scale.sizes());
+  TORCH_CHECK(scale.device() == weight.device(), "dequant_fp8_blockwise: weight on ", weight.device(), " but scale on ", scale.device());
   const at::Device device = weight.device();
   at::Tensor values = lookup(e4m3_table(device), weight);
   at::Tensor scales = lookup(e8m0_table(device), scale);
@@ -151,20 +145,17 @@ at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& sca
 
 at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block) {
   TORCH_CHECK(block > 0, "dequant_fp4: block must be positive, got ", block);
-  TORCH_CHECK(packed.scalar_type() == at::kByte && scale.scalar_type() == at::kByte,
-              "dequant_fp4: packed and scale must be uint8, got ", packed.scalar_type(), " and ",
-              scale.scalar_type());
+  TORCH_CHECK(packed.scalar_type() == at::kByte && scale.scalar_type() == at::kByte, "dequant_fp4: packed and scale must be uint8, got ",
+              packed.scalar_type(), " and ", scale.scalar_type());
   TORCH_CHECK(packed.dim() >= 2 && scale.dim() == packed.dim(),
-              "dequant_fp4: packed [..., out, in/2] and scale [..., out, in/B] expected, got ", packed.sizes(),
-              " and ", scale.sizes());
+              "dequant_fp4: packed [..., out, in/2] and scale [..., out, in/B] expected, got ", packed.sizes(), " and ", scale.sizes());
   const int64_t in = 2 * packed.size(-1);
   std::vector<int64_t> expected = lead_sizes(packed);
   expected.push_back(packed.size(-2));
   expected.push_back(ceil_div(in, block));
-  TORCH_CHECK(scale.sizes() == at::IntArrayRef(expected), "dequant_fp4: packed ", packed.sizes(), " (in ", in,
-              ") with block ", block, " needs scale ", at::IntArrayRef(expected), ", got ", scale.sizes());
-  TORCH_CHECK(scale.device() == packed.device(), "dequant_fp4: packed on ", packed.device(), " but scale on ",
-              scale.device());
+  TORCH_CHECK(scale.sizes() == at::IntArrayRef(expected), "dequant_fp4: packed ", packed.sizes(), " (in ", in, ") with block ", block,
+              " needs scale ", at::IntArrayRef(expected), ", got ", scale.sizes());
+  TORCH_CHECK(scale.device() == packed.device(), "dequant_fp4: packed on ", packed.device(), " but scale on ", scale.device());
   // The CUDA kernel (model/cuda/kernels.h): same bits (NaN payloads aside), one pass instead of ~8 ATen ops.
   if (cuda::dequant_fp4_supported(packed, scale, block, out_dtype)) return cuda::dequant_fp4(packed, scale);
   const at::Device device = packed.device();
@@ -199,8 +190,10 @@ std::pair<at::Tensor, at::Tensor> quantize_fp8_blockwise(const at::Tensor& weigh
 std::pair<at::Tensor, at::Tensor> quantize_fp4(const at::Tensor& weight, int64_t block) {
   TORCH_CHECK(block > 0, "quantize_fp4: block must be positive, got ", block);
   check_finite(weight, "quantize_fp4");
-  TORCH_CHECK(weight.size(-1) % 2 == 0, "quantize_fp4: the input dimension must be even to pack two codes per "
-              "byte, got ", weight.sizes());
+  TORCH_CHECK(weight.size(-1) % 2 == 0,
+              "quantize_fp4: the input dimension must be even to pack two codes per "
+              "byte, got ",
+              weight.sizes());
   const at::Tensor x = weight.to(at::kDouble);
   const at::Tensor exponent = pow2_ceil_exponent(block_amax(x, 1, block), kFp4Max);
   const at::Tensor scaled = apply_block_scale(x, at::pow(2.0, exponent), 1, block, /*divide=*/true);

@@ -34,13 +34,11 @@ at::Tensor e2m1_table(at::Device device);
 
 // weight [..., out, in] uint8 e4m3, scale [..., ceil(out/block), ceil(in/block)] uint8 e8m0
 // -> [..., out, in] out_dtype. Computed in fp32 (exact: a code times a power of two), then cast.
-at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype,
-                                 int64_t block = kFp8Block);
+at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block = kFp8Block);
 
 // packed [..., out, in/2] uint8 (low nibble = even column), scale [..., out, ceil(in/block)] uint8 e8m0
 // -> [..., out, in] out_dtype with in = 2 * packed.size(-1).
-at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale, at::ScalarType out_dtype,
-                       int64_t block = kFp4Block);
+at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block = kFp4Block);
 
 // weight [..., out, in] floating -> (codes [..., out, in] uint8 e4m3, scale [..., ceil(out/block),
 // ceil(in/block)] uint8 e8m0). Throws on non-finite input.

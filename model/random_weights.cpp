@@ -67,7 +67,7 @@ at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint
   if (ends_with(name, "hc_attn_fn") || ends_with(name, "hc_ffn_fn") || name == "hc_head_fn") {
     return normal(gen, shape, 0.0, 1.0 / std::sqrt(static_cast<double>(shape[1])));
   }
-  if (ends_with(name, "_base")) return normal(gen, shape, 0.0, 0.5);     // hc_*_base
+  if (ends_with(name, "_base")) return normal(gen, shape, 0.0, 0.5);    // hc_*_base
   if (ends_with(name, "_scale")) return uniform(gen, shape, 0.5, 1.5);  // hc_*_scale
   if (ends_with(name, "attn_sink")) return normal(gen, shape, 0.0, 1.0);
   if (ends_with(name, ".ape")) return normal(gen, shape, 0.0, 0.5);

@@ -44,13 +44,13 @@ class DecodeCost final {
  private:
   ModelConfig config_;
   int world_size_ = 1;
-  double dense_bytes_ = 0;          // non-expert tensors read whole
-  double row_bytes_ = 0;            // per token: its embedding row and tid2eid rows
-  double expert_bytes_ = 0;         // one routed expert of one layer (w1, w2, w3 and scales)
-  double experts_held_ = 0;         // per layer
+  double dense_bytes_ = 0;   // non-expert tensors read whole
+  double row_bytes_ = 0;     // per token: its embedding row and tid2eid rows
+  double expert_bytes_ = 0;  // one routed expert of one layer (w1, w2, w3 and scales)
+  double experts_held_ = 0;  // per layer
   double dense_flops_per_token_ = 0;
   double head_flops_per_token_ = 0;
-  double state_elem_bytes_ = 2;     // the cache dtype's element size
+  double state_elem_bytes_ = 2;  // the cache dtype's element size
 };
 
 }  // namespace deepinfer::model

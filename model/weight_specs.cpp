@@ -75,9 +75,7 @@ WeightFormat announced_format(std::string_view config_json, io::DType dense_dtyp
 
 std::string layer_prefix(int64_t layer) { return "layers." + std::to_string(layer) + "."; }
 
-std::string expert_prefix(int64_t layer, int64_t expert) {
-  return layer_prefix(layer) + "ffn.experts." + std::to_string(expert) + ".";
-}
+std::string expert_prefix(int64_t layer, int64_t expert) { return layer_prefix(layer) + "ffn.experts." + std::to_string(expert) + "."; }
 
 std::string scale_name(const std::string& weight_name) {
   constexpr std::string_view kSuffix = ".weight";

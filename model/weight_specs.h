@@ -19,9 +19,10 @@ namespace deepinfer::model {
 // How a checkpoint stores its tensors.
 struct WeightFormat {
   io::DType dense_dtype = io::DType::kF32;  // F32 or BF16: embed, head, norms, dense linears
-  bool fp8_linears = false;   // 128x128 e8m0 block scales (quant.h kFp8Block); attn wq_a/wq_b/wkv/wo_a/wo_b, indexer.wq_b, shared experts: F8_E4M3 + ".scale"
-  bool fp4_experts = false;   // routed experts w1/w2/w3: packed FP4 (I8, [out, in/2]) + ".scale" [out, in/32]
-                              // (one e8m0 per 32 inputs, quant.h kFp4Block)
+  bool fp8_linears = false;  // 128x128 e8m0 block scales (quant.h kFp8Block); attn wq_a/wq_b/wkv/wo_a/wo_b, indexer.wq_b, shared experts:
+                             // F8_E4M3 + ".scale"
+  bool fp4_experts = false;  // routed experts w1/w2/w3: packed FP4 (I8, [out, in/2]) + ".scale" [out, in/32]
+                             // (one e8m0 per 32 inputs, quant.h kFp4Block)
 };
 
 // The format of the real V4-Flash checkpoint: BF16, FP8 linears, FP4 experts.
@@ -32,13 +33,13 @@ WeightFormat v4_flash_format();
 WeightFormat announced_format(std::string_view config_json, io::DType dense_dtype);
 
 enum class WeightKind {
-  kDense,       // stored in dense_dtype, held in the compute dtype
-  kFloat32,     // always F32 (hc_*, attn_sink, ape, gate.bias)
-  kInt64,       // tid2eid
-  kFp8Weight,   // F8_E4M3 [out, in]; its scale is the next spec
-  kFp8Scale,    // F8_E8M0 [ceil(out/128), ceil(in/128)]
-  kFp4Weight,   // I8 packed [out, in/2], low nibble = even column
-  kFp4Scale,    // F8_E8M0 [out, in/32]
+  kDense,      // stored in dense_dtype, held in the compute dtype
+  kFloat32,    // always F32 (hc_*, attn_sink, ape, gate.bias)
+  kInt64,      // tid2eid
+  kFp8Weight,  // F8_E4M3 [out, in]; its scale is the next spec
+  kFp8Scale,   // F8_E8M0 [ceil(out/128), ceil(in/128)]
+  kFp4Weight,  // I8 packed [out, in/2], low nibble = even column
+  kFp4Scale,   // F8_E8M0 [out, in/32]
 };
 
 struct WeightSpec {
@@ -62,7 +63,7 @@ std::vector<WeightSpec> weight_specs(const ModelConfig& config, const WeightForm
                                      std::optional<ExpertRange> experts = std::nullopt);
 
 // Name helpers shared by the forward and the loader.
-std::string layer_prefix(int64_t layer);  // "layers.L."
+std::string layer_prefix(int64_t layer);                   // "layers.L."
 std::string expert_prefix(int64_t layer, int64_t expert);  // "layers.L.ffn.experts.E."
 // "X.weight" -> "X.scale" (the official spelling of quantization scales).
 std::string scale_name(const std::string& weight_name);

@@ -36,12 +36,13 @@ at::ScalarType torch_dtype(io::DType dtype) {
 
 ModelWeights::ModelWeights(Options options) : options_(std::move(options)) {
   options_.config.validate();
-  TORCH_CHECK(options_.dtype == at::kFloat || options_.dtype == at::kBFloat16, "ModelWeights: compute dtype must be float32 or bfloat16, got ",
-              options_.dtype);
+  TORCH_CHECK(options_.dtype == at::kFloat || options_.dtype == at::kBFloat16,
+              "ModelWeights: compute dtype must be float32 or bfloat16, got ", options_.dtype);
   ExpertRange& range = options_.experts;
   if (range.first == 0 && range.last == 0) range.last = options_.config.n_routed_experts;
-  TORCH_CHECK(range.first >= 0 && range.first < range.last && range.last <= options_.config.n_routed_experts, "ModelWeights: expert range [",
-              range.first, ", ", range.last, ") is not a non-empty part of [0, ", options_.config.n_routed_experts, ")");
+  TORCH_CHECK(range.first >= 0 && range.first < range.last && range.last <= options_.config.n_routed_experts,
+              "ModelWeights: expert range [", range.first, ", ", range.last, ") is not a non-empty part of [0, ",
+              options_.config.n_routed_experts, ")");
 }
 
 void ModelWeights::set(const std::string& name, at::Tensor tensor) {

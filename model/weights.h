@@ -30,7 +30,7 @@ class ModelWeights final {
     ModelConfig config;
     at::ScalarType dtype = at::kFloat;  // compute dtype: kFloat or kBFloat16
     at::Device device = at::kCPU;
-    ExpertRange experts{0, 0};          // routed experts held; {0,0} means all
+    ExpertRange experts{0, 0};  // routed experts held; {0,0} means all
   };
   explicit ModelWeights(Options options);
 

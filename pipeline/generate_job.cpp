@@ -18,11 +18,12 @@ JobOutcome GenerateJob::run() {
   ResumeState resume = open_results(o_.output_dir, o_.rank, o_.world_size, o_.job_json, o_.resume, {});
   if (resume.results_complete) return join_without_work(resume.records_done);
   open(std::move(resume));
-  StepLoop loop(scheduler_, executor_, o_.overlap,
-                [this](const engine::ExecutedStep&, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing) {
-                  on_processed(committed, timing);
-                },
-                /*lockstep=*/static_cast<bool>(o_.lockstep));
+  StepLoop loop(
+      scheduler_, executor_, o_.overlap,
+      [this](const engine::ExecutedStep&, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing) {
+        on_processed(committed, timing);
+      },
+      /*lockstep=*/static_cast<bool>(o_.lockstep));
   for (;;) {
     const bool stopping = stop_requested();
     if (stopping && !o_.lockstep) {

@@ -48,7 +48,7 @@ struct JobOptions {
   // From the model directory's tokenizer.json: text prompts, stop strings and each result's
   // "text". Null: token-id prompts only, "text" is null.
   std::shared_ptr<const io::Tokenizer> tokenizer;
-  bool overlap = true;                   // zero-overhead scheduling (process N-1 during N)
+  bool overlap = true;  // zero-overhead scheduling (process N-1 during N)
   int rank = 0;
   int world_size = 1;
   // Multi-rank: ORs the flags over all ranks (a collective, once per loop iteration). When
@@ -56,11 +56,11 @@ struct JobOptions {
   // no rank is busy; null for one rank.
   std::function<LockstepFlags(LockstepFlags)> lockstep;
   bool resume = false;
-  std::string job_json;                  // fingerprint of everything that decides the results
-  std::optional<double> deadline_s;      // from the start of the run: then cancel what is left
+  std::string job_json;                               // fingerprint of everything that decides the results
+  std::optional<double> deadline_s;                   // from the start of the run: then cancel what is left
   const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: stop admitting, leave a resumable dir
   double progress_interval_s = 5.0;
-  std::function<void(const std::string&)> progress;   // a line of progress (stderr in the CLI)
+  std::function<void(const std::string&)> progress;  // a line of progress (stderr in the CLI)
   // Each processed step with t_s, the seconds since the run started (bench's decode figures).
   std::function<void(const StepTiming&, double t_s)> on_step;
 };

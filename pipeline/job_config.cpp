@@ -28,15 +28,20 @@ JobConfig JobConfig::load(const std::string& path) { return parse(io::read_file(
 JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
   simdjson::dom::parser parser;
   simdjson::dom::object object;
-  if (auto error = parser.parse(json).get(object)) throw std::invalid_argument(origin + ": not a JSON object (" + simdjson::error_message(error) + ")");
+  if (auto error = parser.parse(json).get(object))
+    throw std::invalid_argument(origin + ": not a JSON object (" + simdjson::error_message(error) + ")");
   JobConfig c;
   for (auto field : object) {
     const std::string_view key = field.key;
     const simdjson::dom::element value = field.value;
-    if (key == "max_num_seqs") c.max_num_seqs = read_int(origin, key, value, 1, 1 << 20);
-    else if (key == "max_num_batched_tokens") c.max_num_batched_tokens = read_int(origin, key, value, 1, 1 << 24);
-    else if (key == "num_blocks") c.num_blocks = read_int(origin, key, value, 2, 1 << 30);
-    else if (key == "max_model_len") c.max_model_len = read_int(origin, key, value, 2, 1 << 30);
+    if (key == "max_num_seqs")
+      c.max_num_seqs = read_int(origin, key, value, 1, 1 << 20);
+    else if (key == "max_num_batched_tokens")
+      c.max_num_batched_tokens = read_int(origin, key, value, 1, 1 << 24);
+    else if (key == "num_blocks")
+      c.num_blocks = read_int(origin, key, value, 2, 1 << 30);
+    else if (key == "max_model_len")
+      c.max_model_len = read_int(origin, key, value, 2, 1 << 30);
     else if (key == "seed") {
       uint64_t seed;
       if (value.get(seed)) fail(origin, key, "must be a non-negative integer, got " + simdjson::minify(value));
@@ -53,13 +58,16 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
       double number;
       if (value.is_null()) continue;
       if (value.get(number) || number < 0) fail(origin, key, "must be a non-negative number, got " + simdjson::minify(value));
-      if (key == "deadline_s") c.deadline_s = number;
-      else c.progress_interval_s = number;
+      if (key == "deadline_s")
+        c.deadline_s = number;
+      else
+        c.progress_interval_s = number;
     } else if (key == "description") {
       continue;
     } else {
-      fail(origin, key, "is not a job setting (known: max_num_seqs, max_num_batched_tokens, num_blocks, max_model_len, seed, "
-                        "device, dtype, overlap, deadline_s, progress_interval_s, description)");
+      fail(origin, key,
+           "is not a job setting (known: max_num_seqs, max_num_batched_tokens, num_blocks, max_model_len, seed, "
+           "device, dtype, overlap, deadline_s, progress_interval_s, description)");
     }
   }
   c.validate();

@@ -12,8 +12,8 @@ namespace deepinfer::pipeline {
 struct JobConfig {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 4096;
-  int32_t num_blocks = 1024;         // KV blocks of model::kBlockTokens tokens, padding block included
-  int32_t max_model_len = 8192;      // prompt + output tokens
+  int32_t num_blocks = 1024;     // KV blocks of model::kBlockTokens tokens, padding block included
+  int32_t max_model_len = 8192;  // prompt + output tokens
   uint64_t seed = 0;
   std::string device = "auto";       // auto (cuda if present), cpu, cuda
   std::string dtype = "auto";        // auto (bfloat16 on cuda, float32 on cpu), float32, bfloat16

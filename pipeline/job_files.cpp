@@ -22,8 +22,8 @@ std::string metrics_file_name(int rank) {
   return name;
 }
 
-ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json,
-                         bool resume, const io::RecordWriter::Options& writer_options) {
+ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
+                         const io::RecordWriter::Options& writer_options) {
   const fs::path dir(out_dir);
   const fs::path job_path = dir / "job.json";
   const std::string results = (dir / results_file_name(rank, world_size)).string();
@@ -31,14 +31,14 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   if (!resume) {
     // Only rank 0 looks at job.json: it writes it, possibly before another rank gets here.
     if ((rank == 0 && fs::exists(job_path)) || fs::exists(results) || fs::exists(results + ".partial"))
-      throw std::invalid_argument("output directory " + out_dir + " already holds a job; pass --resume to continue it, or choose another --output");
+      throw std::invalid_argument("output directory " + out_dir +
+                                  " already holds a job; pass --resume to continue it, or choose another --output");
     fs::create_directories(dir);
     if (rank == 0) io::write_file_atomically(job_path.string(), job_json + "\n");
     state.writer = std::make_unique<io::RecordWriter>(results, writer_options);
     return state;
   }
-  if (!fs::exists(job_path))
-    throw std::invalid_argument("--resume: " + out_dir + " has no job.json; start it without --resume");
+  if (!fs::exists(job_path)) throw std::invalid_argument("--resume: " + out_dir + " has no job.json; start it without --resume");
   std::string previous = io::read_file(job_path.string());
   if (!previous.empty() && previous.back() == '\n') previous.pop_back();
   if (previous != job_json)

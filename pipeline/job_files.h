@@ -19,8 +19,8 @@ std::string results_file_name(int rank, int world_size);  // results-00000-of-00
 std::string metrics_file_name(int rank);                  // metrics-00000.jsonl.zst
 
 struct ResumeState {
-  int64_t records_done = 0;      // complete records already in this rank's results file
-  bool results_complete = false; // the results file was already renamed into place
+  int64_t records_done = 0;                  // complete records already in this rank's results file
+  bool results_complete = false;             // the results file was already renamed into place
   std::unique_ptr<io::RecordWriter> writer;  // continues the file (null if complete)
 };
 
@@ -28,7 +28,7 @@ struct ResumeState {
 // or results, then writes job.json (rank 0) and starts the results file. Resume: requires
 // job.json equal to `job_json` (else throws naming the first differing field), then keeps
 // every complete record of the results file and truncates the rest.
-ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json,
-                         bool resume, const io::RecordWriter::Options& writer_options);
+ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
+                         const io::RecordWriter::Options& writer_options);
 
 }  // namespace deepinfer::pipeline

@@ -17,16 +17,16 @@
 namespace deepinfer::pipeline {
 
 struct JobOutcome {
-  bool interrupted = false;        // stopped by a signal: results left resumable (.partial)
-  int64_t records = 0;             // records in this rank's results file
-  int64_t requests_run = 0;        // requests finished in this run (not counting resumed ones)
-  int64_t prompt_tokens = 0;       // of the requests run
+  bool interrupted = false;   // stopped by a signal: results left resumable (.partial)
+  int64_t records = 0;        // records in this rank's results file
+  int64_t requests_run = 0;   // requests finished in this run (not counting resumed ones)
+  int64_t prompt_tokens = 0;  // of the requests run
   int64_t output_tokens = 0;
   int64_t steps = 0;
   int64_t preemptions = 0;
   double elapsed_s = 0;
-  double mean_ttft_ms = 0;         // over requests run that produced a token
-  double mean_tpot_ms = 0;         // over requests run with >= 2 output tokens
+  double mean_ttft_ms = 0;                  // over requests run that produced a token
+  double mean_tpot_ms = 0;                  // over requests run with >= 2 output tokens
   std::vector<std::string> finish_reasons;  // counts as "reason=N"
 };
 

@@ -121,8 +121,8 @@ std::string write_summary(const std::string& out_dir, const std::vector<JobOutco
   w.end_object().end_object();
   io::write_file_atomically((fs::path(out_dir) / "summary.json").string(), w.str() + "\n");
   char line[256];
-  std::snprintf(line, sizeof(line), "Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s",
-                total.requests_run / seconds, (total.prompt_tokens + total.output_tokens) / seconds, total.output_tokens / seconds);
+  std::snprintf(line, sizeof(line), "Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s", total.requests_run / seconds,
+                (total.prompt_tokens + total.output_tokens) / seconds, total.output_tokens / seconds);
   return line;
 }
 

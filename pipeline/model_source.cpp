@@ -13,8 +13,8 @@
 
 namespace deepinfer::pipeline {
 
-ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
-                              int rank, int world_size) {
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
+                              int world_size) {
   ModelSource source;
   auto experts_of = [&](const model::ModelConfig& config) -> std::optional<model::ExpertRange> {
     if (world_size <= 1) return std::nullopt;
@@ -25,8 +25,7 @@ ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at:
     const std::string config_path = spec.substr(7);
     const std::string config_text = io::read_file(config_path);
     const model::ModelConfig config = model::parse_model_config(config_text, config_path);
-    const model::WeightFormat format =
-        model::announced_format(config_text, dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32);
+    const model::WeightFormat format = model::announced_format(config_text, dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32);
     source.weights = std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device, experts_of(config)));
     w.begin_object().key("source").value("random").key("config_sha256").value(io::sha256_hex(config_text));
     w.key("seed").value(random_seed).key("fp4_experts").value(format.fp4_experts).key("fp8_linears").value(format.fp8_linears);

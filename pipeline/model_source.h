@@ -16,7 +16,7 @@ namespace deepinfer::pipeline {
 
 struct ModelSource {
   std::unique_ptr<model::ModelWeights> weights;
-  std::string fingerprint_json;  // {"source": ..., "config_sha256": ..., "checkpoint": ...} or the random spec
+  std::string fingerprint_json;                    // {"source": ..., "config_sha256": ..., "checkpoint": ...} or the random spec
   std::shared_ptr<const io::Tokenizer> tokenizer;  // the folder's tokenizer.json; null if none (and for random:)
 };
 
@@ -26,7 +26,7 @@ struct ModelSource {
 // random: follows the storage format the config announces ("expert_dtype": "fp4" -> packed FP4
 // routed experts; "quantization_config" fp8 -> FP8-rounded linears), as a checkpoint would,
 // and draws on the device (random_weights.h).
-ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed,
-                              int rank = 0, int world_size = 1);
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank = 0,
+                              int world_size = 1);
 
 }  // namespace deepinfer::pipeline

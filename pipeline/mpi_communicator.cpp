@@ -54,8 +54,8 @@ at::Tensor MpiCommunicator::all_gather_rows(const at::Tensor& local, std::vector
   shape[0] = total_rows;
   at::Tensor out = at::empty(shape, src.options());
   char dummy = 0;  // zero rows: still a valid buffer for the collective
-  check_mpi(MPI_Allgatherv(mine > 0 ? src.data_ptr() : &dummy, byte_counts[static_cast<std::size_t>(rank_)], MPI_BYTE, total_rows > 0 ? out.data_ptr() : &dummy,
-                           byte_counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD),
+  check_mpi(MPI_Allgatherv(mine > 0 ? src.data_ptr() : &dummy, byte_counts[static_cast<std::size_t>(rank_)], MPI_BYTE,
+                           total_rows > 0 ? out.data_ptr() : &dummy, byte_counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD),
             "MPI_Allgatherv(rows)");
   return out;
 }
@@ -63,8 +63,8 @@ at::Tensor MpiCommunicator::all_gather_rows(const at::Tensor& local, std::vector
 at::Tensor MpiCommunicator::reduce_scatter_rows(const at::Tensor& full, const std::vector<int64_t>& counts) {
   TORCH_CHECK(full.device().is_cpu(), "MpiCommunicator::reduce_scatter_rows: tensor on ", full.device(), ", want CPU");
   TORCH_CHECK(full.scalar_type() == at::kFloat, "MpiCommunicator::reduce_scatter_rows: want float32, got ", full.scalar_type());
-  TORCH_CHECK(static_cast<int64_t>(counts.size()) == world_size_, "reduce_scatter_rows: ", counts.size(), " counts for ",
-              world_size_, " ranks");
+  TORCH_CHECK(static_cast<int64_t>(counts.size()) == world_size_, "reduce_scatter_rows: ", counts.size(), " counts for ", world_size_,
+              " ranks");
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   TORCH_CHECK(full.dim() >= 1 && full.size(0) == total, "reduce_scatter_rows: ", full.size(0), " rows, counts sum to ", total);
   const at::Tensor src = full.contiguous();
@@ -104,8 +104,8 @@ std::vector<std::string> mpi_gather_strings(const std::string& local) {
   }
   std::string all(rank == 0 ? static_cast<std::size_t>(total) : 0, '\0');
   char dummy = 0;
-  check_mpi(MPI_Gatherv(local.empty() ? &dummy : local.data(), length, MPI_CHAR, all.empty() ? &dummy : all.data(),
-                        lengths.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD),
+  check_mpi(MPI_Gatherv(local.empty() ? &dummy : local.data(), length, MPI_CHAR, all.empty() ? &dummy : all.data(), lengths.data(),
+                        displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD),
             "MPI_Gatherv(strings)");
   std::vector<std::string> out;
   if (rank != 0) return out;

@@ -4,9 +4,9 @@
 
 #include <exception>
 #include <numeric>
-#include <vector>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -64,8 +64,10 @@ NcclCommunicator::~NcclCommunicator() {
   if (comm_ == nullptr) return;
   // Unwinding from an error, this rank may have left a collective the others still wait in:
   // abort (no waiting for peers) instead of a destroy that could hang.
-  if (std::uncaught_exceptions() > 0) ncclCommAbort(comm_);
-  else ncclCommDestroy(comm_);
+  if (std::uncaught_exceptions() > 0)
+    ncclCommAbort(comm_);
+  else
+    ncclCommDestroy(comm_);
 }
 
 at::Tensor NcclCommunicator::all_gather_rows(const at::Tensor& local, std::vector<int64_t>& counts) {
@@ -100,7 +102,8 @@ at::Tensor NcclCommunicator::all_gather_rows(const at::Tensor& local, std::vecto
 at::Tensor NcclCommunicator::reduce_scatter_rows(const at::Tensor& full, const std::vector<int64_t>& counts) {
   TORCH_CHECK(full.device() == device_, "NcclCommunicator::reduce_scatter_rows: tensor on ", full.device(), ", want ", device_);
   TORCH_CHECK(full.scalar_type() == at::kFloat, "NcclCommunicator::reduce_scatter_rows: want float32, got ", full.scalar_type());
-  TORCH_CHECK(static_cast<int64_t>(counts.size()) == world_size_, "reduce_scatter_rows: ", counts.size(), " counts for ", world_size_, " ranks");
+  TORCH_CHECK(static_cast<int64_t>(counts.size()) == world_size_, "reduce_scatter_rows: ", counts.size(), " counts for ", world_size_,
+              " ranks");
   const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
   TORCH_CHECK(full.dim() >= 1 && full.size(0) == total, "reduce_scatter_rows: ", full.size(0), " rows, counts sum to ", total);
   const at::Tensor src = full.contiguous();
@@ -134,8 +137,6 @@ void select_cuda_device(at::Device device) {
 
 bool nccl_available() { return true; }
 
-std::unique_ptr<model::ExpertCommunicator> make_nccl_communicator(at::Device device) {
-  return std::make_unique<NcclCommunicator>(device);
-}
+std::unique_ptr<model::ExpertCommunicator> make_nccl_communicator(at::Device device) { return std::make_unique<NcclCommunicator>(device); }
 
 }  // namespace deepinfer::pipeline

@@ -9,8 +9,10 @@ namespace {
 std::string format_duration(double seconds) {
   char text[32];
   const auto s = static_cast<int64_t>(seconds);
-  if (s >= 3600) std::snprintf(text, sizeof(text), "%ldh%02ldm", long(s / 3600), long(s / 60 % 60));
-  else std::snprintf(text, sizeof(text), "%ldm%02lds", long(s / 60), long(s % 60));
+  if (s >= 3600)
+    std::snprintf(text, sizeof(text), "%ldh%02ldm", long(s / 3600), long(s / 60 % 60));
+  else
+    std::snprintf(text, sizeof(text), "%ldm%02lds", long(s / 60), long(s % 60));
   return text;
 }
 

@@ -9,8 +9,8 @@ namespace {
 std::optional<int64_t> step_or_null(int64_t step) { return step >= 0 ? std::optional<int64_t>(step) : std::nullopt; }
 
 void add_output_text(io::OutputText& text, const engine::Sequence& seq, ResultRecord& record) {
-  ENGINE_ASSERT(text.num_tokens() == seq.num_output_tokens(), "request ", seq.request_id(), ": ", text.num_tokens(),
-                " tokens decoded, ", seq.num_output_tokens(), " committed");
+  ENGINE_ASSERT(text.num_tokens() == seq.num_output_tokens(), "request ", seq.request_id(), ": ", text.num_tokens(), " tokens decoded, ",
+                seq.num_output_tokens(), " committed");
   record.text = text.finish();
   if (text.stopped()) {
     record.finish_reason = "stop";

@@ -15,13 +15,13 @@ namespace deepinfer::pipeline {
 struct ResultRecord {
   std::string id;
   io::InputLocation input;
-  std::optional<uint64_t> seed;          // null for error records that never ran
-  std::string finish_reason;             // "stop" | "length" | "abort" | "error"
+  std::optional<uint64_t> seed;            // null for error records that never ran
+  std::string finish_reason;               // "stop" | "length" | "abort" | "error"
   std::optional<std::string> stop_reason;  // the stop string that ended the request
-  std::optional<std::string> error;      // message for "error" (and why for "abort")
+  std::optional<std::string> error;        // message for "error" (and why for "abort")
   int64_t num_prompt_tokens = 0;
   std::vector<int32_t> output_token_ids;
-  std::optional<std::string> text;       // decoded output (null: no tokenizer, or an error record)
+  std::optional<std::string> text;  // decoded output (null: no tokenizer, or an error record)
   int64_t prefill_chunks = 0;
   std::optional<int64_t> first_token_step;
   std::optional<int64_t> finish_step;

@@ -17,13 +17,12 @@ int64_t context_tokens(const engine::SchedulerOutput& out) {
 
 }  // namespace
 
-StepLoop::StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed,
-                   bool lockstep)
+StepLoop::StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed, bool lockstep)
     : scheduler_(scheduler), executor_(executor), overlap_(overlap), lockstep_(lockstep), on_processed_(std::move(on_processed)) {}
 
 const engine::SchedulerOutput& StepLoop::step() {
   auto start = std::chrono::steady_clock::now();
-  last_output_ = scheduler_.schedule();                                         // schedule(N)
+  last_output_ = scheduler_.schedule();  // schedule(N)
   auto launched = std::make_unique<InFlight>();
   launched->timing = StepTiming{.step = last_output_.step,
                                 .kind = last_output_.kind,
@@ -31,9 +30,11 @@ const engine::SchedulerOutput& StepLoop::step() {
                                 .num_batched_tokens = last_output_.num_batched_tokens,
                                 .context_tokens = context_tokens(last_output_),
                                 .schedule_ms = elapsed_ms(start)};
-  if (!last_output_.empty()) launched->pending = executor_.execute(last_output_);  // execute(N)
-  else if (lockstep_) executor_.execute_dummy();                               // join the other ranks' step N
-  if (in_flight_) process(*in_flight_);                                        // process(N-1)
+  if (!last_output_.empty())
+    launched->pending = executor_.execute(last_output_);  // execute(N)
+  else if (lockstep_)
+    executor_.execute_dummy();           // join the other ranks' step N
+  if (in_flight_) process(*in_flight_);  // process(N-1)
   in_flight_ = std::move(launched);
   if (!overlap_) drain();
   return last_output_;

@@ -19,21 +19,19 @@ struct StepTiming {
   int32_t num_seqs = 0;
   int32_t num_batched_tokens = 0;
   int64_t context_tokens = 0;  // summed over the rows: the positions each attends up to (start + query tokens)
-  double schedule_ms = 0;  // host time in schedule()
-  double wait_ms = 0;      // host time blocked in PendingStep::wait() for this step
-  double process_ms = 0;   // host time in process()
+  double schedule_ms = 0;      // host time in schedule()
+  double wait_ms = 0;          // host time blocked in PendingStep::wait() for this step
+  double process_ms = 0;       // host time in process()
 };
 
 class StepLoop final {
  public:
   // Called for each processed step with its committed tokens (and logprobs by result row).
-  using OnProcessed = std::function<void(const engine::ExecutedStep&, const std::vector<engine::CommittedToken>&,
-                                         const StepTiming&)>;
+  using OnProcessed = std::function<void(const engine::ExecutedStep&, const std::vector<engine::CommittedToken>&, const StepTiming&)>;
 
   // lockstep: an idle step runs executor.execute_dummy(), so every rank of a multi-rank job
   // makes one forward per step.
-  StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed,
-           bool lockstep = false);
+  StepLoop(engine::Scheduler& scheduler, engine::StepExecutor& executor, bool overlap, OnProcessed on_processed, bool lockstep = false);
 
   // One iteration: schedule and launch a step, then process the previous one (or, without
   // overlap, this one). Returns the output scheduled.

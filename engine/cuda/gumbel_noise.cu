@@ -1,6 +1,5 @@
 #include "engine/cuda/gumbel_noise.h"
 
-
 #include "engine/cuda/noise_math.h"
 
 namespace deepinfer::engine::cuda {
@@ -12,7 +11,8 @@ __global__ void gumbel_noise_kernel(const int64_t* keys, int64_t vocab, float* o
   const int64_t row = blockIdx.y;
   const uint64_t key = (static_cast<uint64_t>(keys[2 * row + 1]) << 32) | static_cast<uint64_t>(keys[2 * row]);
   float* dst = out + row * vocab;
-  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vocab; v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t v = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; v < vocab;
+       v += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     dst[v] = noise_math::gumbel_noise(key, static_cast<uint32_t>(v));
   }
 }

@@ -16,8 +16,8 @@ bool gumbel_noise_supported(const at::Tensor& keys) {
 }
 
 at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size) {
-  TORCH_CHECK(gumbel_noise_supported(keys), "cuda::gumbel_noise: int64 CUDA keys [rows <= ", kMaxRows, ", 2] expected, got ", keys.scalar_type(),
-              " ", keys.sizes(), " on ", keys.device());
+  TORCH_CHECK(gumbel_noise_supported(keys), "cuda::gumbel_noise: int64 CUDA keys [rows <= ", kMaxRows, ", 2] expected, got ",
+              keys.scalar_type(), " ", keys.sizes(), " on ", keys.device());
   const at::Tensor k = keys.contiguous();
   at::Tensor out = at::empty({k.size(0), vocab_size}, k.options().dtype(at::kFloat));
   const c10::cuda::CUDAGuard guard(k.device());

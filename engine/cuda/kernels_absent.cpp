@@ -5,7 +5,9 @@ namespace deepinfer::engine::cuda {
 
 bool gumbel_noise_supported(const at::Tensor&) { return false; }
 
-at::Tensor gumbel_noise(const at::Tensor&, int64_t) { TORCH_CHECK(false, "cuda::gumbel_noise needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)"); }
+at::Tensor gumbel_noise(const at::Tensor&, int64_t) {
+  TORCH_CHECK(false, "cuda::gumbel_noise needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
+}
 
 struct EventTimeline::Impl {};
 

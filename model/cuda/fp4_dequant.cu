@@ -2,15 +2,13 @@
 
 #include <cuda_bf16.h>
 
-
 namespace deepinfer::model::cuda {
 namespace {
 
-constexpr int kBlock = 32;         // values per e8m0 scale = one 16-byte packed load
+constexpr int kBlock = 32;  // values per e8m0 scale = one 16-byte packed load
 constexpr int kThreads = 256;
 
-__constant__ float kE2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f,
-                                -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+__constant__ float kE2m1[16] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
 
 // e8m0: 2^(s - 127); 255 is NaN; 0 is 2^-127 (an fp32 subnormal).
 __device__ float e8m0(uint8_t s) {
@@ -45,19 +43,21 @@ __device__ void dequant_block(const uint8_t* packed, const uint8_t* scale, int64
   for (int q = 0; q < 4; ++q) dst[q] = make_uint4(result[4 * q], result[4 * q + 1], result[4 * q + 2], result[4 * q + 3]);
 }
 
-__global__ void dequant_table_kernel(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active,
-                                     int64_t blocks, int64_t matrix_elems, uint16_t* out) {
+__global__ void dequant_table_kernel(const uint64_t* packed_table, const uint64_t* scale_table, const int64_t* active, int64_t blocks,
+                                     int64_t matrix_elems, uint16_t* out) {
   const int64_t m = blockIdx.y;
   if (active != nullptr && active[m] == 0) return;
   const auto* packed = reinterpret_cast<const uint8_t*>(packed_table[m]);
   const auto* scale = reinterpret_cast<const uint8_t*>(scale_table[m]);
-  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks; b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks;
+       b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     dequant_block(packed, scale, b, out + m * matrix_elems);
   }
 }
 
 __global__ void dequant_one_kernel(const uint8_t* packed, const uint8_t* scale, int64_t blocks, uint16_t* out) {
-  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks; b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t b = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; b < blocks;
+       b += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     dequant_block(packed, scale, b, out);
   }
 }

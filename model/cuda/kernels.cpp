@@ -14,9 +14,7 @@
 namespace deepinfer::model::cuda {
 namespace {
 
-void check(cudaError_t error, const char* kernel) {
-  TORCH_CHECK(error == cudaSuccess, kernel, ": ", cudaGetErrorString(error));
-}
+void check(cudaError_t error, const char* kernel) { TORCH_CHECK(error == cudaSuccess, kernel, ": ", cudaGetErrorString(error)); }
 
 cudaStream_t stream_of(const at::Tensor& t) { return c10::cuda::getCurrentCUDAStream(t.device().index()).stream(); }
 
@@ -39,15 +37,15 @@ at::Tensor sinkhorn(const at::Tensor& logits, int64_t iters, double eps) {
   at::Tensor out = at::empty_like(in);
   const int64_t n = in.size(-1);
   const c10::cuda::CUDAGuard guard(in.device());
-  check(model::cuda::sinkhorn(in.data_ptr<float>(), out.data_ptr<float>(), in.numel() / (n * n), static_cast<int>(n), static_cast<int>(iters),
-                              static_cast<float>(eps), stream_of(in)),
+  check(model::cuda::sinkhorn(in.data_ptr<float>(), out.data_ptr<float>(), in.numel() / (n * n), static_cast<int>(n),
+                              static_cast<int>(iters), static_cast<float>(eps), stream_of(in)),
         "sinkhorn");
   return out;
 }
 
 bool dequant_fp4_supported(const at::Tensor& packed, const at::Tensor& scale, int64_t block, at::ScalarType out_dtype) {
-  return packed.is_cuda() && out_dtype == at::kBFloat16 && block == kFp4Block && (2 * packed.size(-1)) % kFp4Block == 0 && packed.is_contiguous() &&
-         scale.is_contiguous() && aligned16(packed);
+  return packed.is_cuda() && out_dtype == at::kBFloat16 && block == kFp4Block && (2 * packed.size(-1)) % kFp4Block == 0 &&
+         packed.is_contiguous() && scale.is_contiguous() && aligned16(packed);
 }
 
 at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale) {
@@ -74,8 +72,8 @@ void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_
               "cuda::dequant_fp4_tables: int64 tables of ", count, " entries expected");
   const c10::cuda::CUDAGuard guard(out.device());
   check(dequant_fp4_to_bf16(reinterpret_cast<const uint64_t*>(packed_table.data_ptr<int64_t>()),
-                            reinterpret_cast<const uint64_t*>(scale_table.data_ptr<int64_t>()), active.data_ptr<int64_t>(), count, out.size(1),
-                            out.size(2), reinterpret_cast<uint16_t*>(out.data_ptr()), stream_of(out)),
+                            reinterpret_cast<const uint64_t*>(scale_table.data_ptr<int64_t>()), active.data_ptr<int64_t>(), count,
+                            out.size(1), out.size(2), reinterpret_cast<uint16_t*>(out.data_ptr()), stream_of(out)),
         "dequant_fp4_to_bf16");
 }
 

@@ -1,6 +1,5 @@
 #include "model/cuda/sinkhorn.h"
 
-
 namespace deepinfer::model::cuda {
 namespace {
 

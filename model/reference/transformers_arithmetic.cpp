@@ -45,8 +45,8 @@ at::Tensor TransformersArithmetic::hc_expand(const at::Tensor& streams, const at
 
 // transformers' eager experts loop: one [w1; w3] matmul per expert (its gate_up_proj), the weighted
 // outputs index_add_-ed into a zeros tensor of the model dtype.
-at::Tensor TransformersArithmetic::routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                                                  const at::Tensor& routing_weights, ExpertWorkspace*) const {
+at::Tensor TransformersArithmetic::routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                                                  const at::Tensor& experts, const at::Tensor& routing_weights, ExpertWorkspace*) const {
   const double limit = weights.config().swiglu_limit;
   at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options());
   for_each_owned_expert(weights, experts, [&](int64_t e, const at::Tensor& tokens, const at::Tensor& pairs) {
@@ -83,7 +83,7 @@ at::Tensor TransformersArithmetic::attend(const AttentionLayer& info, const Sequ
   const auto i64 = group.start.options();
   const int64_t prior = std::min(group.max_end - L, W - 1);
   const at::Tensor p = group.start.view({B, 1});
-  const at::Tensor key_pos = p - prior + at::arange(prior + L, i64);  // [B, prior + L]
+  const at::Tensor key_pos = p - prior + at::arange(prior + L, i64);                 // [B, prior + L]
   at::Tensor k = gather_rows(keys.window_pool, window_pool_rows(key_pos, p, W, L));  // [B, prior + L, d]
   const at::Tensor qp = group.positions.unsqueeze(-1), kp = key_pos.unsqueeze(1);
   std::vector<at::Tensor> visible{(kp >= 0) & (kp <= qp) & (kp > qp - W)};  // [B, L, prior + L]

@@ -32,9 +32,7 @@ class DeviceTimer {
 class CpuTimer final : public DeviceTimer {
  public:
   void start() override { start_ = std::chrono::steady_clock::now(); }
-  double stop_ms() override {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-  }
+  double stop_ms() override { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
   std::chrono::steady_clock::time_point start_;

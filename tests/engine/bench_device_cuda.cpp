@@ -29,9 +29,8 @@ std::string describe_device(at::Device device) {
   if (device.is_cpu()) return "CPU, " + std::to_string(at::get_num_threads()) + " ATen threads";
   TORCH_CHECK(device.is_cuda(), "unsupported device ", device);
   const cudaDeviceProp* p = at::cuda::getDeviceProperties(device.has_index() ? device.index() : c10::DeviceIndex{0});
-  return std::string(p->name) + " (sm_" + std::to_string(p->major) + std::to_string(p->minor) +
-         ", " + std::to_string(p->multiProcessorCount) + " SMs, " +
-         std::to_string(p->totalGlobalMem >> 30) + " GiB)";
+  return std::string(p->name) + " (sm_" + std::to_string(p->major) + std::to_string(p->minor) + ", " +
+         std::to_string(p->multiProcessorCount) + " SMs, " + std::to_string(p->totalGlobalMem >> 30) + " GiB)";
 }
 
 std::unique_ptr<DeviceTimer> make_timer(at::Device device) {

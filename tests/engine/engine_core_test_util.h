@@ -28,8 +28,8 @@ struct Expected {
 
 // What a request produces when nothing interferes: the oracle stream cut by the stop rules
 // (EOS unless ignore_eos, stop tokens once min_tokens precede them, max_tokens, max_len).
-inline Expected expected_run(const std::vector<int32_t>& prompt, const SamplingParams& params, int32_t eos_token_id,
-                             int32_t max_len, int32_t vocab_size) {
+inline Expected expected_run(const std::vector<int32_t>& prompt, const SamplingParams& params, int32_t eos_token_id, int32_t max_len,
+                             int32_t vocab_size) {
   Expected expected;
   std::vector<int32_t> tokens = prompt;
   while (true) {
@@ -51,8 +51,8 @@ inline Expected expected_run(const std::vector<int32_t>& prompt, const SamplingP
 // Runs schedule/execute/process until every request has finished. With overlap the executor
 // holds each result one step, so process(N-1) runs after schedule(N). Checks the invariants
 // after every call when asked. Returns finished sequences by id.
-inline std::map<SeqId, std::unique_ptr<Sequence>> run_to_completion(Scheduler& scheduler, FakeExecutor& executor,
-                                                                   bool check, int64_t max_steps = 1'000'000) {
+inline std::map<SeqId, std::unique_ptr<Sequence>> run_to_completion(Scheduler& scheduler, FakeExecutor& executor, bool check,
+                                                                    int64_t max_steps = 1'000'000) {
   std::map<SeqId, std::unique_ptr<Sequence>> finished;
   auto collect = [&] {
     for (auto& seq : scheduler.take_finished()) finished.emplace(seq->id(), std::move(seq));

@@ -12,8 +12,8 @@ namespace {
 constexpr int32_t kVocab = 50;
 
 FakeExecutor make(int32_t delay_steps = 0) {
-  return FakeExecutor(FakeExecutor::Options{
-      .block_size = 4, .num_blocks = 8, .num_slots = 4, .vocab_size = kVocab, .delay_steps = delay_steps});
+  return FakeExecutor(
+      FakeExecutor::Options{.block_size = 4, .num_blocks = 8, .num_slots = 4, .vocab_size = kVocab, .delay_steps = delay_steps});
 }
 
 std::shared_ptr<const SamplingParams> seeded(uint64_t seed) {
@@ -22,8 +22,8 @@ std::shared_ptr<const SamplingParams> seeded(uint64_t seed) {
   return params;
 }
 
-ScheduledSeq row(SeqId id, int32_t start, std::vector<int32_t> tokens, bool sample, std::vector<int32_t> blocks,
-                 int32_t slot, uint64_t seed = 42, int32_t epoch = 0) {
+ScheduledSeq row(SeqId id, int32_t start, std::vector<int32_t> tokens, bool sample, std::vector<int32_t> blocks, int32_t slot,
+                 uint64_t seed = 42, int32_t epoch = 0) {
   ScheduledSeq r;
   r.seq_id = id;
   r.num_query_tokens = static_cast<int32_t>(tokens.size());
@@ -106,8 +106,7 @@ TEST(FakeExecutorTest, DetectsABlockOverwrittenByAnotherSequence) {
   FakeExecutor executor = make();
   executor.execute(output(0, StepKind::kPrefill, {row(1, 0, {1, 2, 3, 4}, false, {3, 4}, 1, seed)}));
   executor.execute(output(1, StepKind::kPrefill, {row(2, 0, {5, 6, 7, 8}, false, {3}, 2, seed)}));
-  EXPECT_THROW(executor.execute(output(2, StepKind::kPrefill, {row(1, 4, {9}, true, {3, 4}, 1, seed)})),
-               std::logic_error);
+  EXPECT_THROW(executor.execute(output(2, StepKind::kPrefill, {row(1, 4, {9}, true, {3, 4}, 1, seed)})), std::logic_error);
   // The same steps with separate blocks run fine.
   FakeExecutor clean = make();
   clean.execute(output(0, StepKind::kPrefill, {row(1, 0, {1, 2, 3, 4}, false, {3, 4}, 1, seed)}));
@@ -120,18 +119,16 @@ TEST(FakeExecutorTest, DetectsAStaleEpochAndAMissingPendingToken) {
   FakeExecutor executor = make();
   executor.execute(output(0, StepKind::kPrefill, {row(1, 0, {1, 2}, true, {1}, 1)}));
   // Continuing the slot under a new epoch without restarting at position 0.
-  EXPECT_THROW(executor.execute(output(1, StepKind::kDecode,
-                                       {row(1, 2, {kPendingToken}, true, {1}, 1, 42, /*epoch=*/1)})),
+  EXPECT_THROW(executor.execute(output(1, StepKind::kDecode, {row(1, 2, {kPendingToken}, true, {1}, 1, 42, /*epoch=*/1)})),
                std::logic_error);
   FakeExecutor fresh = make();
   fresh.execute(output(0, StepKind::kPrefill, {row(1, 0, {1, 2}, false, {1}, 1)}));
-  EXPECT_THROW(fresh.execute(output(1, StepKind::kDecode, {row(1, 2, {kPendingToken}, true, {1}, 1)})),
-               std::logic_error);
+  EXPECT_THROW(fresh.execute(output(1, StepKind::kDecode, {row(1, 2, {kPendingToken}, true, {1}, 1)})), std::logic_error);
 }
 
 TEST(FakeExecutorTest, DetectsMalformedSteps) {
   FakeExecutor executor = make();
-  executor.execute(output(1, StepKind::kIdle, {}));  // an idle step 0 may be skipped
+  executor.execute(output(1, StepKind::kIdle, {}));                                  // an idle step 0 may be skipped
   EXPECT_THROW(executor.execute(output(1, StepKind::kIdle, {})), std::logic_error);  // step 1 twice
   FakeExecutor other = make();
   EXPECT_THROW(other.execute(output(0, StepKind::kDecode, {row(1, 0, {1, 2}, true, {1}, 1)})), std::logic_error);

@@ -60,11 +60,10 @@ struct Workload {
 
   std::string describe() const {
     std::ostringstream os;
-    os << "block_size=" << options.block_size << " num_blocks=" << options.num_blocks
-       << " num_slots=" << options.num_slots << " max_num_seqs=" << options.max_num_seqs
-       << " max_num_batched_tokens=" << options.max_num_batched_tokens << " max_model_len=" << options.max_model_len
-       << " watermark=" << options.watermark_blocks << " overlap=" << overlap << " vocab=" << vocab_size
-       << " cancel_rate=" << cancel_rate << " requests=" << requests.size();
+    os << "block_size=" << options.block_size << " num_blocks=" << options.num_blocks << " num_slots=" << options.num_slots
+       << " max_num_seqs=" << options.max_num_seqs << " max_num_batched_tokens=" << options.max_num_batched_tokens
+       << " max_model_len=" << options.max_model_len << " watermark=" << options.watermark_blocks << " overlap=" << overlap
+       << " vocab=" << vocab_size << " cancel_rate=" << cancel_rate << " requests=" << requests.size();
     return os.str();
   }
 };
@@ -125,8 +124,8 @@ struct Stats {
 void fail(const std::string& what) { throw std::logic_error(what); }
 
 // Checks a SchedulerOutput from the outside (without trusting the scheduler's own checks).
-void check_output(const Scheduler& scheduler, const SchedulerOutput& out, int64_t expected_step,
-                  std::vector<SeqId>& first_admissions, std::set<SeqId>& ever_scheduled) {
+void check_output(const Scheduler& scheduler, const SchedulerOutput& out, int64_t expected_step, std::vector<SeqId>& first_admissions,
+                  std::set<SeqId>& ever_scheduled) {
   const Scheduler::Options& o = scheduler.options();
   if (out.step != expected_step) fail("step index " + std::to_string(out.step));
   if ((out.kind == StepKind::kIdle) != out.seqs.empty()) fail("idle kind mismatch");
@@ -167,7 +166,7 @@ void run_workload(const Workload& w, Stats& stats) {
   Scheduler scheduler(w.options);
   FakeExecutor executor = make_executor(w.options, w.vocab_size, w.overlap);
   Rng rng(w.seed ^ 0xabcdef);
-  std::map<size_t, SeqId> ids;              // request index -> seq id
+  std::map<size_t, SeqId> ids;  // request index -> seq id
   std::map<SeqId, size_t> index_of;
   std::map<SeqId, FinishReason> terminated;  // terminate() returned true
   std::map<SeqId, int32_t> preemptions;
@@ -206,8 +205,7 @@ void run_workload(const Workload& w, Stats& stats) {
       const FinishReason reason = rng.chance(0.8) ? FinishReason::kAbort : FinishReason::kStop;
       const bool live = scheduler.find(id) != nullptr && !scheduler.find(id)->is_finished();
       const bool had_pending = live && scheduler.find(id)->termination_pending();
-      const bool accepted = reason == FinishReason::kAbort ? scheduler.cancel(id)
-                                                           : scheduler.terminate(id, reason, "stop string");
+      const bool accepted = reason == FinishReason::kAbort ? scheduler.cancel(id) : scheduler.terminate(id, reason, "stop string");
       if (accepted != live) fail("cancel() returned " + std::to_string(accepted) + " for seq " + std::to_string(id));
       if (accepted && !had_pending) {
         terminated.emplace(id, reason);
@@ -242,8 +240,7 @@ void run_workload(const Workload& w, Stats& stats) {
     committed += seq.num_output_tokens();
     const std::string who = "request " + std::to_string(index) + " (seq " + std::to_string(id) + "): ";
     const int32_t max_len = scheduler.max_len();
-    const bool bad = r.params.validation_error() != "" || r.prompt.empty() ||
-                     static_cast<int32_t>(r.prompt.size()) + 1 > max_len;
+    const bool bad = r.params.validation_error() != "" || r.prompt.empty() || static_cast<int32_t>(r.prompt.size()) + 1 > max_len;
     if (bad) {
       if (seq.finish_reason() != FinishReason::kError || !outputs.empty()) fail(who + "expected error");
       ++stats.errors;
@@ -252,8 +249,7 @@ void run_workload(const Workload& w, Stats& stats) {
     const auto expected = expected_run(r.prompt, r.params, w.options.eos_token_id, max_len, w.vocab_size);
     if (auto t = terminated.find(id); t != terminated.end()) {
       if (seq.finish_reason() != t->second) fail(who + "expected the termination reason");
-      if (outputs.size() >= expected.outputs.size() ||
-          !std::equal(outputs.begin(), outputs.end(), expected.outputs.begin())) {
+      if (outputs.size() >= expected.outputs.size() || !std::equal(outputs.begin(), outputs.end(), expected.outputs.begin())) {
         fail(who + "terminated tokens are not a strict prefix of the oracle stream");
       }
     } else {
@@ -292,17 +288,16 @@ TEST(LifecycleRandomTest, ThousandsOfWorkloadsKeepEveryInvariant) {
       run_workload(w, stats);
     } catch (const std::exception& e) {
       FAIL() << "workload seed " << seed << " failed: " << e.what() << "\n  " << w.describe()
-             << "\n  replay: DEEPINFER_ENGINE_SEED=" << seed
-             << " build/tests/engine_core_tests --gtest_filter='LifecycleRandomTest.*'";
+             << "\n  replay: DEEPINFER_ENGINE_SEED=" << seed << " build/tests/engine_core_tests --gtest_filter='LifecycleRandomTest.*'";
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("[ workloads ] %lld workloads, %lld steps, %lld tokens, %lld preemptions, %lld stale results "
-              "discarded, %lld terminations (%lld waited for a step in flight), %lld error requests, %.2f s\n",
-              static_cast<long long>(stats.workloads), static_cast<long long>(stats.steps),
-              static_cast<long long>(stats.tokens), static_cast<long long>(stats.preemptions),
-              static_cast<long long>(stats.discarded), static_cast<long long>(stats.cancels),
-              static_cast<long long>(stats.pending_cancels), static_cast<long long>(stats.errors), seconds);
+  std::printf(
+      "[ workloads ] %lld workloads, %lld steps, %lld tokens, %lld preemptions, %lld stale results "
+      "discarded, %lld terminations (%lld waited for a step in flight), %lld error requests, %.2f s\n",
+      static_cast<long long>(stats.workloads), static_cast<long long>(stats.steps), static_cast<long long>(stats.tokens),
+      static_cast<long long>(stats.preemptions), static_cast<long long>(stats.discarded), static_cast<long long>(stats.cancels),
+      static_cast<long long>(stats.pending_cancels), static_cast<long long>(stats.errors), seconds);
   if (only_seed < 0 && count >= 1000) {  // the workloads must actually reach the hard paths
     EXPECT_GT(stats.preemptions, 100);
     EXPECT_GT(stats.discarded, 100);

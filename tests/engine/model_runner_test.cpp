@@ -18,8 +18,8 @@ struct TinyRunner {
   model::ModelConfig config = model::tiny_fast_test_config();
   model::ModelWeights weights = model::random_weights(config, model::WeightFormat{}, /*seed=*/1, at::kCPU);
   model::SingleRankCommunicator comm;
-  ModelRunner runner{weights, comm,
-                     {.num_blocks = 3, .num_slots = 2, .dtype = at::kFloat, .device = at::kCPU, .model = {}, .debug_logits_path = {}}};
+  ModelRunner runner{
+      weights, comm, {.num_blocks = 3, .num_slots = 2, .dtype = at::kFloat, .device = at::kCPU, .model = {}, .debug_logits_path = {}}};
 };
 
 SamplingParams greedy(int32_t min_tokens = 0) {
@@ -36,8 +36,15 @@ SchedulerOutput prefill(int64_t step, std::vector<int32_t> blocks, int32_t slot,
   SchedulerOutput out;
   out.step = step;
   out.kind = StepKind::kPrefill;
-  out.seqs.push_back(ScheduledSeq{.seq_id = 7, .num_query_tokens = 3, .start_pos = 0, .query_token_ids = {5, 6, 7}, .sample = true,
-                                  .epoch = 0, .output_index = 0, .block_table = std::move(blocks), .state_slot = slot,
+  out.seqs.push_back(ScheduledSeq{.seq_id = 7,
+                                  .num_query_tokens = 3,
+                                  .start_pos = 0,
+                                  .query_token_ids = {5, 6, 7},
+                                  .sample = true,
+                                  .epoch = 0,
+                                  .output_index = 0,
+                                  .block_table = std::move(blocks),
+                                  .state_slot = slot,
                                   .params = std::make_shared<const SamplingParams>(params)});
   out.num_batched_tokens = 3;
   out.num_sampled = 1;
@@ -57,8 +64,9 @@ std::string internal_error_of(const std::function<void()>& run) {
 TEST(ModelRunnerTest, IdsOutsideItsPoolsAreInternalErrorsNamingTheId) {
   TinyRunner t;
   EXPECT_EQ(t.runner.execute(prefill(0, {1}, 1))->wait().result.tokens.size(), 1u);
-  EXPECT_NE(internal_error_of([&] { t.runner.execute(prefill(1, {3}, 1)); }).find("sequence 7 has block 3, the runner's pool holds blocks 1..2"),
-            std::string::npos);
+  EXPECT_NE(
+      internal_error_of([&] { t.runner.execute(prefill(1, {3}, 1)); }).find("sequence 7 has block 3, the runner's pool holds blocks 1..2"),
+      std::string::npos);
   EXPECT_NE(internal_error_of([&] { t.runner.execute(prefill(1, {0}, 1)); }).find("has block 0"), std::string::npos);
   EXPECT_NE(internal_error_of([&] { t.runner.execute(prefill(1, {2}, 2)); }).find("has state slot 2, the runner's pool holds slots 1..1"),
             std::string::npos);

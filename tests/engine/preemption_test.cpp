@@ -80,12 +80,9 @@ TEST_P(PreemptionTest, SmallPoolFinishesEverythingWithTheLargePoolTokens) {
   EXPECT_EQ(small.outputs, large.outputs);
 }
 
-INSTANTIATE_TEST_SUITE_P(OverlapAndEos, PreemptionTest,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param) ? "Overlap" : "Sync") +
-                                  (std::get<1>(info.param) ? "IgnoreEos" : "Eos");
-                         });
+INSTANTIATE_TEST_SUITE_P(OverlapAndEos, PreemptionTest, ::testing::Combine(::testing::Bool(), ::testing::Bool()), [](const auto& info) {
+  return std::string(std::get<0>(info.param) ? "Overlap" : "Sync") + (std::get<1>(info.param) ? "IgnoreEos" : "Eos");
+});
 
 TEST(PreemptionOverlapTest, SyncAndOverlappedRunsAgree) {
   const RunSummary sync = run(/*num_blocks=*/17, /*overlap=*/false, /*ignore_eos=*/false);

@@ -40,13 +40,20 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args a;
   for (const auto& [key, value] : option_pairs(argc, argv)) {
-    if (key == "--device") a.device = value;
-    else if (key == "--batch") a.batch = std::stoll(value);
-    else if (key == "--vocab") a.vocab = std::stoll(value);
-    else if (key == "--dtype") a.dtype = value;
-    else if (key == "--iters") a.iters = std::stoi(value);
-    else if (key == "--warmup") a.warmup = std::stoi(value);
-    else TORCH_CHECK(false, "unknown option ", key, " (see the comment at the top of sampler_bench.cpp)");
+    if (key == "--device")
+      a.device = value;
+    else if (key == "--batch")
+      a.batch = std::stoll(value);
+    else if (key == "--vocab")
+      a.vocab = std::stoll(value);
+    else if (key == "--dtype")
+      a.dtype = value;
+    else if (key == "--iters")
+      a.iters = std::stoi(value);
+    else if (key == "--warmup")
+      a.warmup = std::stoi(value);
+    else
+      TORCH_CHECK(false, "unknown option ", key, " (see the comment at the top of sampler_bench.cpp)");
   }
   TORCH_CHECK(a.device == "cuda" || a.device == "cpu", "--device must be cuda or cpu, got ", a.device);
   TORCH_CHECK(a.dtype == "float" || a.dtype == "bf16", "--dtype must be float or bf16, got ", a.dtype);
@@ -70,8 +77,7 @@ std::vector<SamplingRow> rows_with(int64_t batch, const std::function<void(Sampl
 
 void report(const char* name, std::vector<double> ms) {
   std::sort(ms.begin(), ms.end());
-  std::printf("%-46s median %9.3f ms   min %9.3f   max %9.3f   (n=%zu)\n", name, ms[ms.size() / 2],
-              ms.front(), ms.back(), ms.size());
+  std::printf("%-46s median %9.3f ms   min %9.3f   max %9.3f   (n=%zu)\n", name, ms[ms.size() / 2], ms.front(), ms.back(), ms.size());
 }
 
 std::vector<double> time_calls(const Args& a, at::Device device, const std::function<void()>& call) {
@@ -80,12 +86,9 @@ std::vector<double> time_calls(const Args& a, at::Device device, const std::func
 
 int run(const Args& a) {
   const at::Device device = a.device == "cuda" ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  std::printf("sampler_bench: %s | LibTorch %s | logits [%lld, %lld] %s | warm-up %d, timed %d\n",
-              describe_device(device).c_str(), TORCH_VERSION, static_cast<long long>(a.batch),
-              static_cast<long long>(a.vocab), a.dtype.c_str(), a.warmup, a.iters);
-  const at::Tensor logits = at::randn({a.batch, a.vocab}, at::kFloat)
-                                .mul_(3.0f)
-                                .to(device, a.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
+  std::printf("sampler_bench: %s | LibTorch %s | logits [%lld, %lld] %s | warm-up %d, timed %d\n", describe_device(device).c_str(),
+              TORCH_VERSION, static_cast<long long>(a.batch), static_cast<long long>(a.vocab), a.dtype.c_str(), a.warmup, a.iters);
+  const at::Tensor logits = at::randn({a.batch, a.vocab}, at::kFloat).mul_(3.0f).to(device, a.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
   struct Config {
     const char* name;
     std::function<void(SamplingRow&, int64_t)> set;
@@ -95,7 +98,11 @@ int run(const Args& a) {
       {"gumbel (T=0.8, no filters)", [](SamplingRow& r, int64_t) { r.temperature = 0.8f; }},
       {"top_k=50 (topk path)", [](SamplingRow& r, int64_t) { r.top_k = 50; }},
       {"top_k=50 top_p=0.9 min_p=0.05 (sort path)",
-       [](SamplingRow& r, int64_t) { r.top_k = 50; r.top_p = 0.9f; r.min_p = 0.05f; }},
+       [](SamplingRow& r, int64_t) {
+         r.top_k = 50;
+         r.top_p = 0.9f;
+         r.min_p = 0.05f;
+       }},
       {"mixed rows + bias + min_tokens + logprobs=20",
        [](SamplingRow& r, int64_t i) {
          r.temperature = i % 4 == 0 ? 0.0f : 0.7f;

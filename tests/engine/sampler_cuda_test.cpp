@@ -22,8 +22,8 @@ using sampler_testing::random_logits;
 using sampler_testing::row_of;
 using sampler_testing::varied_rows;
 
-#define SKIP_WITHOUT_CUDA()                                                      \
-  do {                                                                           \
+#define SKIP_WITHOUT_CUDA()                                                       \
+  do {                                                                            \
     if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: CPU == CUDA unverified"; \
   } while (0)
 
@@ -35,8 +35,7 @@ TEST(SamplerCuda, ExactMathAndNoiseMatchTheCpuBitForBit) {
   EXPECT_TRUE(bitwise_equal(exact_log(positive), exact_log(positive.to(kCuda))));
   const at::Tensor nonpositive = at::rand({1 << 20}).mul_(kExactExpMin);
   EXPECT_TRUE(bitwise_equal(exact_exp(nonpositive), exact_exp(nonpositive.to(kCuda))));
-  const at::Tensor seed = at::randint(std::numeric_limits<int64_t>::min(),
-                                      std::numeric_limits<int64_t>::max(), {64}, at::kLong);
+  const at::Tensor seed = at::randint(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), {64}, at::kLong);
   const at::Tensor position = at::randint(0, int64_t{1} << 40, {64}, at::kLong);
   const at::Tensor keys = mix_seed(seed, position);
   EXPECT_TRUE(bitwise_equal(keys, mix_seed(seed.to(kCuda), position.to(kCuda))));
@@ -93,8 +92,7 @@ TEST(SamplerCuda, SingleRowAndReversedOrderMatchTheBatchOnCuda) {
     expect_same_result(row_of(full, i), sample(logits.narrow(0, i, 1), one));
   }
   const std::vector<SamplingRow> reversed(rows.rbegin(), rows.rend());
-  const SampleResult back =
-      sample(logits.flip({0}), SamplingBatch::from_rows(reversed, kVocab).to(kCuda));
+  const SampleResult back = sample(logits.flip({0}), SamplingBatch::from_rows(reversed, kVocab).to(kCuda));
   EXPECT_TRUE(bitwise_equal(back.tokens.flip({0}), full.tokens));
   EXPECT_TRUE(bitwise_equal(back.logprobs.flip({0}), full.logprobs));
 }

@@ -67,12 +67,9 @@ TEST(SamplerInvariance, RemovingARowLeavesTheOthersUnchanged) {
     SCOPED_TRACE(removed);
     std::vector<SamplingRow> kept_rows = rows;
     kept_rows.erase(kept_rows.begin() + removed);
-    const at::Tensor kept_logits =
-        at::cat({logits.narrow(0, 0, removed), logits.narrow(0, removed + 1, 63 - removed)});
+    const at::Tensor kept_logits = at::cat({logits.narrow(0, 0, removed), logits.narrow(0, removed + 1, 63 - removed)});
     const SampleResult fewer = run(kept_logits, kept_rows, full.top_ids.size(1));
-    const auto drop = [&](const at::Tensor& t) {
-      return at::cat({t.narrow(0, 0, removed), t.narrow(0, removed + 1, 63 - removed)});
-    };
+    const auto drop = [&](const at::Tensor& t) { return at::cat({t.narrow(0, 0, removed), t.narrow(0, removed + 1, 63 - removed)}); };
     EXPECT_TRUE(bitwise_equal(drop(full.tokens), fewer.tokens));
     EXPECT_TRUE(bitwise_equal(drop(full.logprobs), fewer.logprobs));
     EXPECT_TRUE(bitwise_equal(drop(full.top_ids), fewer.top_ids));

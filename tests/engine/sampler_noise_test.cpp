@@ -100,8 +100,7 @@ TEST(SamplerOps, MixSeedMatchesTheScalarSpecification) {
   const at::Tensor keys = mix_seed(seed, position);
   ASSERT_EQ(keys.sizes(), (at::IntArrayRef{n, 2}));
   for (int64_t i = 0; i < n; ++i) {
-    const uint64_t want = mix_seed(static_cast<uint64_t>(seed[i].item<int64_t>()),
-                                   static_cast<uint64_t>(position[i].item<int64_t>()));
+    const uint64_t want = mix_seed(static_cast<uint64_t>(seed[i].item<int64_t>()), static_cast<uint64_t>(position[i].item<int64_t>()));
     ASSERT_EQ(keys[i][0].item<int64_t>(), static_cast<int64_t>(want & 0xffffffffu)) << i;
     ASSERT_EQ(keys[i][1].item<int64_t>(), static_cast<int64_t>(want >> 32)) << i;
   }
@@ -116,13 +115,11 @@ TEST(SamplerOps, NoiseAndGumbelMatchTheScalarSpecification) {
   const int64_t* bits_data = bits.data_ptr<int64_t>();
   const float* gumbel_data = gumbel.data_ptr<float>();
   for (int64_t r = 0; r < b; ++r) {
-    const uint64_t key = static_cast<uint64_t>(keys[r][1].item<int64_t>()) << 32 |
-                         static_cast<uint64_t>(keys[r][0].item<int64_t>());
+    const uint64_t key = static_cast<uint64_t>(keys[r][1].item<int64_t>()) << 32 | static_cast<uint64_t>(keys[r][0].item<int64_t>());
     for (int64_t t = 0; t < v; ++t) {
       const uint32_t want = noise_bits(key, static_cast<uint32_t>(t));
       ASSERT_EQ(bits_data[r * v + t], static_cast<int64_t>(want)) << r << "," << t;
-      ASSERT_EQ(std::bit_cast<uint32_t>(gumbel_data[r * v + t]),
-                std::bit_cast<uint32_t>(gumbel_noise(key, static_cast<uint32_t>(t))))
+      ASSERT_EQ(std::bit_cast<uint32_t>(gumbel_data[r * v + t]), std::bit_cast<uint32_t>(gumbel_noise(key, static_cast<uint32_t>(t))))
           << r << "," << t;
     }
   }
@@ -143,9 +140,7 @@ TEST(SamplerOps, ExactLogAndExpMatchTheScalarSpecification) {
   const at::Tensor y = exact_log(x);
   const float* y_data = y.data_ptr<float>();
   for (size_t i = 0; i < log_inputs.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(y_data[i]),
-              std::bit_cast<uint32_t>(exact_log(log_inputs[i])))
-        << log_inputs[i];
+    ASSERT_EQ(std::bit_cast<uint32_t>(y_data[i]), std::bit_cast<uint32_t>(exact_log(log_inputs[i]))) << log_inputs[i];
   }
   std::vector<float> exp_inputs;
   std::uniform_real_distribution<float> arg(kExactExpMin, 0.0f);
@@ -157,9 +152,7 @@ TEST(SamplerOps, ExactLogAndExpMatchTheScalarSpecification) {
   const at::Tensor e_dense = e.contiguous();
   const float* e_data = e_dense.data_ptr<float>();
   for (size_t i = 0; i < exp_inputs.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<uint32_t>(e_data[i]),
-              std::bit_cast<uint32_t>(exact_exp(exp_inputs[i])))
-        << exp_inputs[i];
+    ASSERT_EQ(std::bit_cast<uint32_t>(e_data[i]), std::bit_cast<uint32_t>(exact_exp(exp_inputs[i]))) << exp_inputs[i];
   }
 }
 

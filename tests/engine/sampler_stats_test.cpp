@@ -106,8 +106,7 @@ std::vector<int64_t> draw_counts(const Case& c, bool over_seeds) {
     rows[d].seed = over_seeds ? static_cast<uint64_t>(d) : 0x5eedULL;
     rows[d].position = over_seeds ? 17 : d;
   }
-  const at::Tensor tokens =
-      sample(row.expand({kDraws, v}), SamplingBatch::from_rows(rows, v)).tokens;
+  const at::Tensor tokens = sample(row.expand({kDraws, v}), SamplingBatch::from_rows(rows, v)).tokens;
   const at::Tensor counts = at::bincount(tokens, /*weights=*/{}, /*minlength=*/v);
   return {counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + v};
 }
@@ -134,8 +133,7 @@ TEST(SamplerStats, DrawsFollowTheTargetDistributionAtEveryTemperatureAndFilter) 
     const int dof = degrees_of_freedom(probs);
     ASSERT_GE(dof, 3);
     for (bool over_seeds : {false, true}) {
-      SCOPED_TRACE(::testing::Message() << "T=" << c.temperature << " top_k=" << c.top_k
-                                        << " top_p=" << c.top_p << " min_p=" << c.min_p
+      SCOPED_TRACE(::testing::Message() << "T=" << c.temperature << " top_k=" << c.top_k << " top_p=" << c.top_p << " min_p=" << c.min_p
                                         << (over_seeds ? " over seeds" : " over positions"));
       const std::vector<int64_t> counts = draw_counts(c, over_seeds);
       for (size_t i = 0; i < probs.size(); ++i) {

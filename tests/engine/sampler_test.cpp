@@ -79,8 +79,10 @@ TEST(SamplerGreedy, GreedyRowsIgnoreSeedAndPositionInAMixedBatch) {
   const int64_t argmax = logits[0].argmax().item<int64_t>();
   std::set<int64_t> random_tokens;
   for (int64_t i = 0; i < 40; ++i) {
-    if (i % 2 == 0) EXPECT_EQ(tokens[i], argmax) << i;
-    else random_tokens.insert(tokens[i]);
+    if (i % 2 == 0)
+      EXPECT_EQ(tokens[i], argmax) << i;
+    else
+      random_tokens.insert(tokens[i]);
   }
   EXPECT_GT(random_tokens.size(), 10u);  // hot temperature, 20 draws: the noise is live
 }
@@ -125,9 +127,9 @@ TEST(SamplerFilters, TopPKeepsTheNucleusOfTheTopKKeptDistribution) {
     row.top_p = top_p;
     return mask_ids(candidate_mask(logits, one_row(row, 4))[0]);
   };
-  EXPECT_EQ(kept(0, 0.7f), (std::set<int64_t>{0, 1}));       // mass before token 1: 0.5 < 0.7
-  EXPECT_EQ(kept(0, 0.81f), (std::set<int64_t>{0, 1, 2}));   // before token 2: 0.8 < 0.81
-  EXPECT_EQ(kept(0, 1e-6f), (std::set<int64_t>{0}));         // the top token always stays
+  EXPECT_EQ(kept(0, 0.7f), (std::set<int64_t>{0, 1}));      // mass before token 1: 0.5 < 0.7
+  EXPECT_EQ(kept(0, 0.81f), (std::set<int64_t>{0, 1, 2}));  // before token 2: 0.8 < 0.81
+  EXPECT_EQ(kept(0, 1e-6f), (std::set<int64_t>{0}));        // the top token always stays
   EXPECT_EQ(kept(0, 1.0f), (std::set<int64_t>{0, 1, 2, 3}));
   // After top-k = 2 the masses renormalize to 0.625 / 0.375: top_p 0.6 keeps token 0 alone
   // (over the full distribution it would keep {0, 1}).
@@ -142,15 +144,13 @@ TEST(SamplerFilters, MinPKeepsTokensAboveAFractionOfTheTopProbability) {
   const at::Tensor logits = logits_for({0.5, 0.3, 0.15, 0.05});
   SamplingRow row;
   row.min_p = 0.25f;  // keep p >= 0.125
-  EXPECT_EQ(mask_ids(candidate_mask(logits, one_row(row, 4))[0]),
-            (std::set<int64_t>{0, 1, 2}));
+  EXPECT_EQ(mask_ids(candidate_mask(logits, one_row(row, 4))[0]), (std::set<int64_t>{0, 1, 2}));
   row.min_p = 1.0f;
   EXPECT_EQ(tokens_over_positions(logits, row, 100), (std::set<int64_t>{0}));
   // Temperature flattens the distribution before min-p: at T = 4, p3 / p0 = 0.1^(1/4) = 0.56.
   row.min_p = 0.5f;
   row.temperature = 4.0f;
-  EXPECT_EQ(mask_ids(candidate_mask(logits, one_row(row, 4))[0]),
-            (std::set<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(mask_ids(candidate_mask(logits, one_row(row, 4))[0]), (std::set<int64_t>{0, 1, 2, 3}));
 }
 
 TEST(SamplerMasks, LogitBiasBansAndForcesTokens) {

@@ -31,9 +31,19 @@ inline SamplingRow varied_row(int64_t i, int64_t v) {
   switch (i % 8) {
     case 0: r.temperature = 0.0f; break;
     case 1: r.temperature = 1.0f; break;
-    case 2: r.temperature = 0.7f; r.top_k = 5 + static_cast<int32_t>(i % 11); break;
-    case 3: r.temperature = 1.3f; r.top_p = 0.9f; break;
-    case 4: r.temperature = 1.0f; r.min_p = 0.05f; r.top_k = 40; break;
+    case 2:
+      r.temperature = 0.7f;
+      r.top_k = 5 + static_cast<int32_t>(i % 11);
+      break;
+    case 3:
+      r.temperature = 1.3f;
+      r.top_p = 0.9f;
+      break;
+    case 4:
+      r.temperature = 1.0f;
+      r.min_p = 0.05f;
+      r.top_k = 40;
+      break;
     case 5:
       r.temperature = 0.9f;
       r.top_p = 0.5f;
@@ -44,7 +54,11 @@ inline SamplingRow varied_row(int64_t i, int64_t v) {
       r.suppress_stop = true;
       r.stop_ids = {0, v - 1, 2};
       break;
-    case 7: r.temperature = 0.0f; r.top_k = 3; r.logit_bias = {{v / 3, 100.0f}}; break;
+    case 7:
+      r.temperature = 0.0f;
+      r.top_k = 3;
+      r.logit_bias = {{v / 3, 100.0f}};
+      break;
   }
   r.logprobs = static_cast<int32_t>(i % 3) - 1;  // -1, 0, 1
   return r;
@@ -81,8 +95,7 @@ inline SampleResult row_of(const SampleResult& r, int64_t i) {
 
 // Samples `rows`; num_logprobs overrides the batch's when >= -1 (to compare differently sized
 // batches, whose default N is the max over their own rows).
-inline SampleResult run(const at::Tensor& logits, const std::vector<SamplingRow>& rows,
-                        int32_t num_logprobs = -2) {
+inline SampleResult run(const at::Tensor& logits, const std::vector<SamplingRow>& rows, int32_t num_logprobs = -2) {
   SamplingBatch batch = SamplingBatch::from_rows(rows, logits.size(1));
   if (num_logprobs >= -1) batch.num_logprobs = num_logprobs;
   return sample(logits, batch);

@@ -28,7 +28,10 @@ TEST(SamplingParamsTest, EachBadFieldIsNamedWithItsValue) {
       {[](SamplingParams& p) { p.top_p = 1.5f; }, "top_p must be in (0, 1], got 1.5"},
       {[](SamplingParams& p) { p.top_k = -2; }, "top_k must be -1 or 0 (off) or >= 1, got -2"},
       {[](SamplingParams& p) { p.min_p = 2.0f; }, "min_p must be in [0, 1], got 2"},
-      {[](SamplingParams& p) { p.stop_token_ids = {3, -7}; }, "stop_token_ids must be >= 0, got -7"},
+      {[](SamplingParams& p) {
+         p.stop_token_ids = {3, -7};
+       },
+       "stop_token_ids must be >= 0, got -7"},
       {[](SamplingParams& p) { p.min_tokens = 17; }, "min_tokens must be in [0, max_tokens=16], got 17"},
       {[](SamplingParams& p) { p.logprobs = 21; }, "logprobs must be -1 (none) or in [0, 20], got 21"},
   };

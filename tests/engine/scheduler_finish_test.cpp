@@ -35,8 +35,8 @@ StepResult answer(const SchedulerOutput& out, int32_t token) {
 }
 
 // Feeds `tokens` one per step to a single request and returns it once finished (or nullptr).
-std::unique_ptr<Sequence> run_single(Scheduler& scheduler, const SamplingParams& params,
-                                     const std::vector<int32_t>& tokens, int32_t prompt_len = 3) {
+std::unique_ptr<Sequence> run_single(Scheduler& scheduler, const SamplingParams& params, const std::vector<int32_t>& tokens,
+                                     int32_t prompt_len = 3) {
   std::vector<int32_t> prompt(prompt_len);
   std::iota(prompt.begin(), prompt.end(), 10);
   scheduler.add_request("r", prompt, params);

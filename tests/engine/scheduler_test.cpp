@@ -104,8 +104,7 @@ TEST(SchedulerTest, PromptLargerThanThePoolIsAnError) {
   auto finished = scheduler.take_finished();
   ASSERT_EQ(finished.size(), 1u);
   EXPECT_EQ(finished[0]->id(), huge);
-  EXPECT_NE(finished[0]->finish_message().find("does not fit in the KV pool (2 blocks x 4 tokens)"),
-            std::string::npos)
+  EXPECT_NE(finished[0]->finish_message().find("does not fit in the KV pool (2 blocks x 4 tokens)"), std::string::npos)
       << finished[0]->finish_message();
 }
 
@@ -152,9 +151,9 @@ TEST(SchedulerTest, ChunkedPrefillAllocatesOnceAndSamplesOnlyTheLastChunk) {
 
 TEST(SchedulerTest, FcfsStopsAtAHeadThatDoesNotFit) {
   Scheduler scheduler(options(/*block_size=*/4, /*num_blocks=*/5, /*num_slots=*/8));  // 4 usable blocks
-  const SeqId a = scheduler.add_request("a", prompt(8), params(8));   // 2 blocks
-  const SeqId b = scheduler.add_request("b", prompt(12), params(8));  // 3 blocks: does not fit next to a
-  const SeqId c = scheduler.add_request("c", prompt(2), params(8));   // 1 block: would fit, must not skip b
+  const SeqId a = scheduler.add_request("a", prompt(8), params(8));                   // 2 blocks
+  const SeqId b = scheduler.add_request("b", prompt(12), params(8));                  // 3 blocks: does not fit next to a
+  const SeqId c = scheduler.add_request("c", prompt(2), params(8));                   // 1 block: would fit, must not skip b
   SchedulerOutput out = step(scheduler);
   ASSERT_EQ(out.seqs.size(), 1u);
   EXPECT_EQ(out.seqs[0].seq_id, a);
@@ -194,10 +193,10 @@ TEST(SchedulerTest, PrefillAndDecodeAreNeverMixed) {
 
 TEST(SchedulerTest, DecodeOrdersByOutputLengthAndPreemptsTheLongest) {
   Scheduler scheduler(options(/*block_size=*/4, /*num_blocks=*/6, /*num_slots=*/4));  // 5 usable blocks
-  const SeqId a = scheduler.add_request("a", prompt(6), params(12));  // 2 blocks
-  step(scheduler);                                                     // a: 1 output
-  step(scheduler);                                                     // a: 2 outputs, position 6 written
-  const SeqId b = scheduler.add_request("b", prompt(3), params(12));  // 1 block
+  const SeqId a = scheduler.add_request("a", prompt(6), params(12));                  // 2 blocks
+  step(scheduler);                                                                    // a: 1 output
+  step(scheduler);                                                                    // a: 2 outputs, position 6 written
+  const SeqId b = scheduler.add_request("b", prompt(3), params(12));                  // 1 block
   step(scheduler);
   const SeqId c = scheduler.add_request("c", prompt(4), params(12));  // 1 block
   step(scheduler);
@@ -228,8 +227,8 @@ TEST(SchedulerTest, DecodeOrdersByOutputLengthAndPreemptsTheLongest) {
   Scheduler alone(options(/*block_size=*/4, /*num_blocks=*/3, /*num_slots=*/4));  // 2 usable blocks
   const SeqId x = alone.add_request("x", prompt(4), params(12));
   const SeqId y = alone.add_request("y", prompt(4), params(12));
-  step(alone);                            // both prefilled, pool full
-  out = step(alone);                      // x (tie, older) needs a block at position 4: y is preempted
+  step(alone);        // both prefilled, pool full
+  out = step(alone);  // x (tie, older) needs a block at position 4: y is preempted
   EXPECT_EQ(out.preempted, std::vector<SeqId>{y});
   EXPECT_EQ(out.seqs.size(), 1u);
   EXPECT_EQ(out.seqs[0].seq_id, x);
@@ -247,7 +246,7 @@ TEST(SchedulerTest, OverlappedStepsUsePendingTokensAndDiscardStaleResults) {
   EXPECT_EQ(s1.seqs[0].start_pos, 2);
   EXPECT_EQ(s1.seqs[0].block_table.size(), 2u);
   EXPECT_EQ(scheduler.find(a)->num_inflight_tokens(), 2);
-  EXPECT_THROW(scheduler.schedule(), std::logic_error);  // process(s0) must come first
+  EXPECT_THROW(scheduler.schedule(), std::logic_error);        // process(s0) must come first
   EXPECT_THROW(scheduler.process(answer(s1)), InternalError);  // out of order
   auto committed = scheduler.process(answer(s0, 11));
   ASSERT_EQ(committed.size(), 1u);
@@ -274,17 +273,16 @@ TEST(SchedulerTest, OverlappedStepsUsePendingTokensAndDiscardStaleResults) {
   const Sequence* seq_a = scheduler.find(a);
   EXPECT_EQ(seq_a->status(), SequenceStatus::kWaiting);
   EXPECT_EQ(seq_a->epoch(), 1);
-  EXPECT_EQ(std::vector<int32_t>(seq_a->output_token_ids().begin(), seq_a->output_token_ids().end()),
-            (std::vector<int32_t>{11, 12}));
+  EXPECT_EQ(std::vector<int32_t>(seq_a->output_token_ids().begin(), seq_a->output_token_ids().end()), (std::vector<int32_t>{11, 12}));
   EXPECT_EQ(scheduler.find(b)->num_output_tokens(), 3);
 }
 
 TEST(SchedulerTest, ResultInFlightForAPreemptedSequenceIsDiscarded) {
   Scheduler scheduler(options(/*block_size=*/2, /*num_blocks=*/4, /*num_slots=*/4));  // 3 usable blocks
-  const SeqId a = scheduler.add_request("a", prompt(3), params(3));  // 2 blocks
-  const SeqId b = scheduler.add_request("b", prompt(1), params(8));  // 1 block
-  step(scheduler);                            // both prefilled, 1 output each; the pool is full
-  SchedulerOutput s1 = scheduler.schedule();  // decode a (position 3) and b (position 1)
+  const SeqId a = scheduler.add_request("a", prompt(3), params(3));                   // 2 blocks
+  const SeqId b = scheduler.add_request("b", prompt(1), params(8));                   // 1 block
+  step(scheduler);                                                                    // both prefilled, 1 output each; the pool is full
+  SchedulerOutput s1 = scheduler.schedule();                                          // decode a (position 3) and b (position 1)
   ASSERT_EQ(s1.seqs.size(), 2u);
   SchedulerOutput s2 = scheduler.schedule();  // overlapped: a at position 4 needs a block -> b preempted
   scheduler.check_invariants();

@@ -31,7 +31,7 @@ TEST(SequenceTest, ChunkedPrefillThenDecodeKeepsTheViewsLegal) {
   Sequence seq = make_sequence({1, 2, 3, 4, 5});
   seq.admit({4, 5}, /*slot=*/2);
   EXPECT_TRUE(seq.is_prefilling());
-  EXPECT_THROW(seq.reserve_decode(0), std::logic_error);             // not decode-legal yet
+  EXPECT_THROW(seq.reserve_decode(0), std::logic_error);                       // not decode-legal yet
   EXPECT_THROW(seq.reserve_prefill(0, 3, /*sample=*/true), std::logic_error);  // not the last chunk
   seq.reserve_prefill(0, 3, /*sample=*/false);
   EXPECT_EQ(seq.num_cached_tokens(), 3);
@@ -50,8 +50,7 @@ TEST(SequenceTest, ChunkedPrefillThenDecodeKeepsTheViewsLegal) {
   seq.commit_token(41);
   EXPECT_EQ(seq.num_inflight_tokens(), 0);
   EXPECT_THROW(seq.commit_token(42), std::logic_error);  // no reservation left
-  EXPECT_EQ(std::vector<int32_t>(seq.output_token_ids().begin(), seq.output_token_ids().end()),
-            (std::vector<int32_t>{40, 41}));
+  EXPECT_EQ(std::vector<int32_t>(seq.output_token_ids().begin(), seq.output_token_ids().end()), (std::vector<int32_t>{40, 41}));
   EXPECT_TRUE(seq.is_decode_legal());
   EXPECT_EQ(seq.last_scheduled_step(), 2);
 }

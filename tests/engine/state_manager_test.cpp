@@ -9,9 +9,7 @@
 namespace deepinfer::engine {
 namespace {
 
-TEST(StateManagerTest, RejectsBadOptions) {
-  EXPECT_THROW(StateManager(StateManager::Options{.num_slots = 1}), std::invalid_argument);
-}
+TEST(StateManagerTest, RejectsBadOptions) { EXPECT_THROW(StateManager(StateManager::Options{.num_slots = 1}), std::invalid_argument); }
 
 TEST(StateManagerTest, NeverHandsOutSlotZero) {
   StateManager manager(StateManager::Options{.num_slots = 3});

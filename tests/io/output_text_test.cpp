@@ -137,7 +137,8 @@ TEST(OutputText, MatchesWholePrefixReferenceOnRandomStreams) {
     const std::string complete = all.text();
     std::string full = all.finish();
     std::vector<int32_t> known;
-    for (int32_t id : ids) if (tiny()->contains(id)) known.push_back(id);
+    for (int32_t id : ids)
+      if (tiny()->contains(id)) known.push_back(id);
     EXPECT_EQ(full, to_valid_utf8(tiny()->decode(known, /*skip_special_tokens=*/true))) << "trial " << trial;
     if (complete.empty()) continue;
     // A stop string: 1-6 characters of the complete text, starting at a random character.

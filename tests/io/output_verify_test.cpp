@@ -92,7 +92,8 @@ TEST(OutputVerifyTest, StepMetricsDifferencesAreReportedNotFailed) {
 
 TEST(OutputVerifyTest, TextAndStopReasonArePartOfTheOutcome) {
   testing::TempDir tmp;
-  const std::string a = R"({"id":"a","finish_reason":"stop","stop_reason":"x","output_token_ids":[1],"text":"ab","steps":{"finish_step":3}})";
+  const std::string a =
+      R"({"id":"a","finish_reason":"stop","stop_reason":"x","output_token_ids":[1],"text":"ab","steps":{"finish_step":3}})";
   write_dir(tmp.file("a"), {a}, "{}");
   for (const std::string field : {R"("text":"ac")", R"("stop_reason":"y")"}) {
     std::string b = a;

@@ -95,17 +95,13 @@ TEST_P(BadRequestLineTest, BecomesAnErrorNamingFileLineAndReason) {
 INSTANTIATE_TEST_SUITE_P(
     AllKinds, BadRequestLineTest,
     ::testing::Values(
-        BadCase{R"({"id": "a", "prompt_token_ids": [1],)", "invalid JSON"},
-        BadCase{"not json", "invalid JSON"},
+        BadCase{R"({"id": "a", "prompt_token_ids": [1],)", "invalid JSON"}, BadCase{"not json", "invalid JSON"},
         BadCase{"[1, 2]", "must be a JSON object, got an array"},
         BadCase{"{\"id\": \"\xff\xfe\", \"prompt_token_ids\": [1]}", "invalid UTF-8"},
-        BadCase{"\xEF\xBB\xBF{\"prompt_token_ids\": [1]}", "byte order mark"},
-        BadCase{"{\"prompt_token_ids\": [1]}\r", "CRLF"},
+        BadCase{"\xEF\xBB\xBF{\"prompt_token_ids\": [1]}", "byte order mark"}, BadCase{"{\"prompt_token_ids\": [1]}\r", "CRLF"},
         BadCase{R"({"id": 5, "prompt_token_ids": [1]})", "field 'id' must be a string, got an integer"},
-        BadCase{R"({"id": "", "prompt_token_ids": [1]})", "field 'id' is empty"},
-        BadCase{R"({"id": "a"})", "missing 'prompt_token_ids'"},
-        BadCase{R"({"prompt_token_ids": []})", "empty prompt"},
-        BadCase{R"({"prompt": ""})", "empty prompt"},
+        BadCase{R"({"id": "", "prompt_token_ids": [1]})", "field 'id' is empty"}, BadCase{R"({"id": "a"})", "missing 'prompt_token_ids'"},
+        BadCase{R"({"prompt_token_ids": []})", "empty prompt"}, BadCase{R"({"prompt": ""})", "empty prompt"},
         BadCase{R"({"prompt_token_ids": [1], "prompt": "x"})", "only one of"},
         BadCase{R"({"prompt_token_ids": "1 2"})", "must be an array of token ids, got a string"},
         BadCase{R"({"prompt_token_ids": [1, -2]})", "'prompt_token_ids'[1] = -2 is not a token id"},
@@ -126,8 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "logprobs": 21})", "field 'logprobs' = 21 is out of range [0, 20]"},
         BadCase{R"({"prompt_token_ids": [1], "max_token": 5})", "unknown field 'max_token'"},
         BadCase{R"({"prompt_token_ids": [1], "max_tokens": 5, "max_tokens": 6})", "field 'max_tokens' appears twice"},
-        BadCase{R"({"prompt_token_ids": [1], "n": 2})", "field 'n'"},
-        BadCase{R"({"prompt": "hello"})", "text prompts need the tokenizer"},
+        BadCase{R"({"prompt_token_ids": [1], "n": 2})", "field 'n'"}, BadCase{R"({"prompt": "hello"})", "text prompts need the tokenizer"},
         BadCase{R"({"prompt_token_ids": [1], "stop": ["x"]})", "field 'stop' (stop strings) needs the tokenizer"},
         BadCase{R"({"prompt_token_ids": [1], "stop": "x"})", "field 'stop' (stop strings) needs the tokenizer"},
         BadCase{R"({"prompt_token_ids": [1], "stop": 5})", "field 'stop' must be a string, an array of strings or null"},
@@ -135,7 +130,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "stop": [""]})", "field 'stop'[0] is an empty stop string"},
         BadCase{R"({"prompt_token_ids": [1], "add_special_tokens": 1})", "field 'add_special_tokens' must be a boolean"},
         BadCase{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"prompt": [1]}})", "only \"/v1/completions\""},
-        BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})", "field 'method' must be \"POST\""},
+        BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})",
+                "field 'method' must be \"POST\""},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions"})", "missing object field 'body'"},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "custom_id": "d"}})", "not allowed inside body"},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "best_of": 2}})", "unknown field 'body.best_of'"}));
@@ -280,7 +276,8 @@ TEST(RequestReaderTest, OverlongLineIsAnErrorAndTheNextLineIsRead) {
 TEST(RequestReaderTest, LinesAcrossReadBuffersAndManyLines) {
   testing::TempDir dir;
   std::string text;
-  for (int i = 0; i < 30000; ++i) text += "{\"id\": \"r" + std::to_string(i) + "\", \"prompt_token_ids\": [" + std::to_string(i % 500) + ", 1, 2, 3]}\n";
+  for (int i = 0; i < 30000; ++i)
+    text += "{\"id\": \"r" + std::to_string(i) + "\", \"prompt_token_ids\": [" + std::to_string(i % 500) + ", 1, 2, 3]}\n";
   const auto path = dir.write("many.jsonl", text);
   RequestReader reader({path}, {});
   RequestItem item;

@@ -101,10 +101,11 @@ TEST(SafetensorsTest, CorruptAndTruncatedFilesAreClearErrors) {
                     "non-negative");
   expect_open_error(dir, file_with_header(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", std::string(8, '\0')),
                     "begin <= end");
-  expect_open_error(dir,
-                    file_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-                                     std::string(12, '\0')),
-                    "overlap");
+  expect_open_error(
+      dir,
+      file_with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                       std::string(12, '\0')),
+      "overlap");
   expect_open_error(dir, file_with_header(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})", ""),
                     "overflows");
   expect_open_error(dir, file_with_header(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", std::string(8, '\0')), "dtype");

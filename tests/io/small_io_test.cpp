@@ -31,9 +31,12 @@ TEST(JsonWriterTest, FixedKeyOrderAndEscaping) {
 }
 
 TEST(JsonWriterTest, InvalidUtf8BecomesReplacementCharacter) {
-  EXPECT_EQ(json_escape("ok\xff" "é"), "\"ok\xEF\xBF\xBD" "é\"");
+  EXPECT_EQ(json_escape("ok\xff"
+                        "é"),
+            "\"ok\xEF\xBF\xBD"
+            "é\"");
   EXPECT_EQ(json_escape("\xC0\x80"), "\"\xEF\xBF\xBD\xEF\xBF\xBD\"");  // overlong NUL
-  EXPECT_EQ(json_escape("\xF0\x9F\x98\x80"), "\"\xF0\x9F\x98\x80\"");   // emoji kept
+  EXPECT_EQ(json_escape("\xF0\x9F\x98\x80"), "\"\xF0\x9F\x98\x80\"");  // emoji kept
 }
 
 TEST(DurableFileTest, VisibleOnlyAfterCommit) {

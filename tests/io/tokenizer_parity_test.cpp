@@ -11,8 +11,8 @@
 
 #include <cstdlib>
 #include <memory>
-#include <stdexcept>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -80,8 +80,8 @@ TEST(TokenizerParity, MatchesHuggingFaceTokenizersOnTheCorpus) {
                     << decoded << "\"";
     }
   }
-  std::cout << "[tokenizer_parity] " << lines << " strings: ids differ " << plain_bad << ", ids with special tokens differ "
-            << special_bad << ", decode differs " << decode_bad << std::endl;
+  std::cout << "[tokenizer_parity] " << lines << " strings: ids differ " << plain_bad << ", ids with special tokens differ " << special_bad
+            << ", decode differs " << decode_bad << std::endl;
   EXPECT_GE(lines, 10000);
   EXPECT_EQ(plain_bad, 0);
   EXPECT_EQ(special_bad, 0);

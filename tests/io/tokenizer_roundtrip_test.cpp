@@ -129,7 +129,10 @@ TEST(Utf8, StepAndRepair) {
   EXPECT_EQ(utf8_step("\xE2\x82x", 0), -2);
   EXPECT_EQ(utf8_step("\xED\xA0\x80", 0), -1);  // surrogate
   EXPECT_EQ(utf8_step("\xC0\x80", 0), -1);      // overlong
-  EXPECT_EQ(to_valid_utf8("a\xFF" "b\xE2\x82"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+  EXPECT_EQ(to_valid_utf8("a\xFF"
+                          "b\xE2\x82"),
+            "a\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD");
   std::string bytes;
   EXPECT_TRUE(from_byte_level(to_byte_level(std::string("\x00 \xff", 3)), bytes));
   EXPECT_EQ(bytes, std::string("\x00 \xff", 3));

@@ -18,31 +18,31 @@ using Ids = std::vector<int32_t>;
 // Merge ranks chosen so that rank order differs from longest-match order:
 // "abcd" -> "ab" "cd" (by rank) rather than "abc" "d" (greedy by length).
 std::string mini_json(bool pair_merges, const std::string& pre_tokenizer = "") {
-  const std::string merges = pair_merges
-      ? R"([["c","d"],["b","c"],["a","b"],["a","bc"],["Ġ","a"]])"
-      : R"(["c d","b c","a b","a bc","Ġ a"])";
-  const std::string pre = pre_tokenizer.empty()
-      ? R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true})"
-      : pre_tokenizer;
+  const std::string merges =
+      pair_merges ? R"([["c","d"],["b","c"],["a","b"],["a","bc"],["Ġ","a"]])" : R"(["c d","b c","a b","a bc","Ġ a"])";
+  const std::string pre =
+      pre_tokenizer.empty() ? R"({"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":true})" : pre_tokenizer;
   return R"({"version":"1.0","added_tokens":[
     {"id":10,"content":"<s>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},
     {"id":11,"content":"[X]","special":false},
     {"id":12,"content":"[XY]","special":false}],
   "normalizer":null,
-  "pre_tokenizer":)" + pre + R"(,
+  "pre_tokenizer":)" +
+         pre + R"(,
   "post_processor":{"type":"TemplateProcessing","single":[{"SpecialToken":{"id":"<s>","type_id":0}},
      {"Sequence":{"id":"A","type_id":0}}],"special_tokens":{"<s>":{"id":"<s>","ids":[10],"tokens":["<s>"]}}},
   "decoder":{"type":"ByteLevel"},
   "model":{"type":"BPE","dropout":null,"unk_token":null,"vocab":{"a":0,"b":1,"c":2,"d":3,"Ġ":4,
-     "ab":5,"bc":6,"abc":7,"Ġa":8,"cd":9,"<s>":10},"merges":)" + merges + "}}";
+     "ab":5,"bc":6,"abc":7,"Ġa":8,"cd":9,"<s>":10},"merges":)" +
+         merges + "}}";
 }
 
 TEST(Tokenizer, MergesApplyByRankNotByLength) {
   for (const bool pair_form : {false, true}) {
     const auto tok = Tokenizer::from_json(mini_json(pair_form), "mini");
     EXPECT_EQ(tok->encode("abc", false), (Ids{7})) << pair_form;
-    EXPECT_EQ(tok->encode("abcd", false), (Ids{5, 9})) << pair_form;   // greedy-by-length would be {7, 3}
-    EXPECT_EQ(tok->encode(" ab", false), (Ids{4, 5})) << pair_form;    // (a,b) ranks before (Ġ,a)
+    EXPECT_EQ(tok->encode("abcd", false), (Ids{5, 9})) << pair_form;  // greedy-by-length would be {7, 3}
+    EXPECT_EQ(tok->encode(" ab", false), (Ids{4, 5})) << pair_form;   // (a,b) ranks before (Ġ,a)
     EXPECT_EQ(tok->encode(" a", false), (Ids{8})) << pair_form;
     EXPECT_EQ(tok->encode("ab ab", false), (Ids{5, 4, 5})) << pair_form;
     EXPECT_EQ(tok->encode("", false), (Ids{})) << pair_form;
@@ -87,8 +87,7 @@ std::vector<std::string> split_with(const std::string& step_json, std::string_vi
 }
 
 std::string split_step(const std::string& pattern, const std::string& behavior) {
-  return R"({"type":"Split","pattern":{"Regex":")" + pattern + R"("},"behavior":")" + behavior +
-         R"(","invert":false})";
+  return R"({"type":"Split","pattern":{"Regex":")" + pattern + R"("},"behavior":")" + behavior + R"(","invert":false})";
 }
 
 TEST(PreTokenizer, SplitBehaviours) {
@@ -146,18 +145,15 @@ TEST_F(TokenizerErrors, NameFileAndKey) {
   expect_error(replace(good, R"("a bc")", R"("a zz")"), {"model.merges[3]", "zz"});
   expect_error(replace(good, R"("a bc")", R"("abc")"), {"model.merges[3]"});
   expect_error(replace(good, R"("ab":5)", R"("ab":"5")"), {"model.vocab[\"ab\"]"});
-  expect_error(replace(good, R"("type":"ByteLevel","add)", R"("type":"Whitespace","add)"),
-               {"pre_tokenizer", "Whitespace"});
+  expect_error(replace(good, R"("type":"ByteLevel","add)", R"("type":"Whitespace","add)"), {"pre_tokenizer", "Whitespace"});
   expect_error(replace(good, R"("normalizer":null)", R"("normalizer":{"type":"NFC"})"), {"normalizer", "NFC"});
-  expect_error(replace(good, R"("decoder":{"type":"ByteLevel"})", R"("decoder":{"type":"Metaspace"})"),
-               {"decoder", "Metaspace"});
+  expect_error(replace(good, R"("decoder":{"type":"ByteLevel"})", R"("decoder":{"type":"Metaspace"})"), {"decoder", "Metaspace"});
   expect_error(replace(good, R"("id":11,"content":"[X]")", R"("id":11,"content":"")"), {"added_tokens[1]"});
   expect_error(replace(good, R"("lstrip":false)", R"("lstrip":true)"), {"added_tokens[0].lstrip"});
   expect_error(mini_json(false, split_step("(", "Isolated")), {"pre_tokenizer.pattern", "does not compile"});
   expect_error(mini_json(false, R"({"type":"Sequence","pretokenizers":[)" + split_step("a", "Weird") + "]}"),
                {"pretokenizers[0].behavior", "Weird"});
-  expect_error(mini_json(false, R"({"type":"Sequence","pretokenizers":[)" + split_step("a", "Isolated") + "]}"),
-               {"ByteLevel"});
+  expect_error(mini_json(false, R"({"type":"Sequence","pretokenizers":[)" + split_step("a", "Isolated") + "]}"), {"ByteLevel"});
   EXPECT_THROW(Tokenizer::load("/nonexistent/tokenizer.json"), std::invalid_argument);
 }
 

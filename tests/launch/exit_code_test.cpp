@@ -21,15 +21,23 @@ int exit_code_of(const std::function<int()>& command, std::string* stderr_text) 
 TEST(ExitCodeTest, ABrokenInvariantExitsOneAsAnInternalError) {
   std::string text;
   // A real one: freeing a slot the pool does not have is a bug of the caller, not bad input.
-  const int code = exit_code_of([] {
-    engine::StateManager slots({.num_slots = 2});
-    slots.free(5);
-    return 0;
-  }, &text);
+  const int code = exit_code_of(
+      [] {
+        engine::StateManager slots({.num_slots = 2});
+        slots.free(5);
+        return 0;
+      },
+      &text);
   EXPECT_EQ(code, kExitError);
   EXPECT_EQ(text.rfind("deepinfer cmd: internal error: ", 0), 0u) << text;
   EXPECT_NE(text.find("state slot 5 out of range"), std::string::npos) << text;
-  EXPECT_EQ(exit_code_of([]() -> int { ENGINE_ASSERT(1 + 1 == 3, "arithmetic"); return 0; }, &text), kExitError);
+  EXPECT_EQ(exit_code_of(
+                []() -> int {
+                  ENGINE_ASSERT(1 + 1 == 3, "arithmetic");
+                  return 0;
+                },
+                &text),
+            kExitError);
 }
 
 TEST(ExitCodeTest, BadArgumentsExitTwoAndOtherErrorsOne) {

@@ -15,9 +15,9 @@
 namespace deepinfer::model {
 namespace {
 
+using deepinfer::testing::TempDir;
 using testing::RawTensor;
 using testing::small_config;
-using deepinfer::testing::TempDir;
 
 const WeightFormat kF32{io::DType::kF32, false, false};
 const WeightFormat kFlash{io::DType::kBF16, true, true};  // V4-Flash layout: BF16, FP8 linears, FP4 experts
@@ -80,8 +80,7 @@ TEST(CheckpointLoaderTest, ExpertRangeLoadsOnlyThoseExperts) {
   const ModelWeights all = random_weights(config, kFlash, 8, at::kCPU);
   write_checkpoint(config, all, kFlash, dir.path());
   LoadReport report;
-  const ModelWeights part =
-      load_checkpoint(dir.path(), LoadOptions{.dtype = at::kBFloat16, .experts = ExpertRange{2, 5}}, &report);
+  const ModelWeights part = load_checkpoint(dir.path(), LoadOptions{.dtype = at::kBFloat16, .experts = ExpertRange{2, 5}}, &report);
   EXPECT_EQ(part.experts().first, 2);
   EXPECT_EQ(part.experts().last, 5);
   EXPECT_FALSE(part.contains("layers.0.ffn.experts.1.w1.weight"));
@@ -97,8 +96,8 @@ TEST(CheckpointLoaderTest, MissingTensorIsNamed) {
   TempDir dir;
   const ModelConfig config = small_config();
   write_checkpoint(config, random_weights(config, kFlash, 1, at::kCPU), kFlash, dir.file("good"));
-  for (const std::string name : {"layers.2.attn.indexer.wq_b.scale", "layers.3.ffn.gate.bias", "head.weight",
-                                 "layers.4.ffn.experts.6.w2.weight"}) {
+  for (const std::string name :
+       {"layers.2.attn.indexer.wq_b.scale", "layers.3.ffn.gate.bias", "head.weight", "layers.4.ffn.experts.6.w2.weight"}) {
     const std::string bad = dir.file("bad");
     io::remove_tree(std::string(bad));
     testing::rewrite_checkpoint(dir.file("good"), bad, [&](RawTensor& t) { t.drop = t.name == name; });
@@ -146,8 +145,7 @@ TEST(CheckpointLoaderTest, WrongDtypeIsNamed) {
     if (t.name == "layers.1.ffn.gate.tid2eid") reinterpret_cast<int64_t*>(t.bytes.data())[5] = 8;
   });
   const std::string error3 = load_error(dir.file("bad3"));
-  EXPECT_NE(error3.find("'layers.1.ffn.gate.tid2eid' holds expert ids in [0, 8], outside [0, 8)"), std::string::npos)
-      << error3;
+  EXPECT_NE(error3.find("'layers.1.ffn.gate.tid2eid' holds expert ids in [0, 8], outside [0, 8)"), std::string::npos) << error3;
 }
 
 // What transformers' save_pretrained (5.17) writes: deepseek-v4.md §3 and §8.
@@ -170,8 +168,8 @@ TEST(CheckpointLoaderTest, BothSpellingsLoadTheSameWeights) {
   const std::vector<std::byte> four(4);
   const std::vector<RawTensor> mtp = {{"mtp.0.enorm.weight", io::DType::kF32, {1}, four},
                                       {"mtp.0.ffn.experts.0.w1.weight", io::DType::kF32, {1}, four}};
-  testing::rewrite_checkpoint(dir.file("official"), dir.file("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); },
-                              mtp);
+  testing::rewrite_checkpoint(
+      dir.file("official"), dir.file("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); }, mtp);
   const io::Checkpoint hf = io::Checkpoint::open(dir.file("hf"));
   ASSERT_NE(hf.find("model.layers.2.attn.norm.weight"), nullptr);
   ASSERT_NE(hf.find("model.hc_head.hc_fn"), nullptr);
@@ -199,8 +197,7 @@ TEST(CheckpointLoaderTest, TensorStoredTwiceOrNoEmbeddingIsAnError) {
   testing::rewrite_checkpoint(dir.file("official"), dir.file("hf"), [](RawTensor& t) { t.name = save_pretrained_name(t.name); },
                               {{"lm_head.weight", io::DType::kF32, {1}, std::vector<std::byte>(4)}});
   std::string error = load_error(dir.file("hf"));
-  EXPECT_NE(error.find("tensor 'head.weight' is stored twice, as 'head.weight' and as 'lm_head.weight'"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("tensor 'head.weight' is stored twice, as 'head.weight' and as 'lm_head.weight'"), std::string::npos) << error;
   testing::rewrite_checkpoint(dir.file("official"), dir.file("noembed"), [](RawTensor& t) { t.drop = t.name == "embed.weight"; });
   error = load_error(dir.file("noembed"));
   EXPECT_NE(error.find("missing tensor 'embed.weight'"), std::string::npos) << error;

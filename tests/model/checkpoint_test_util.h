@@ -13,9 +13,9 @@
 #include <string>
 
 #include "io/safetensors.h"
-#include "tests/testing/temp_dir.h"
 #include "model/model_config.h"
 #include "model/weights.h"
+#include "tests/testing/temp_dir.h"
 
 namespace deepinfer::model::testing {
 

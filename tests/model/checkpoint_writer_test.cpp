@@ -17,8 +17,8 @@ namespace deepinfer::model {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::small_config;
 using deepinfer::testing::TempDir;
+using testing::small_config;
 
 std::string write_config(const TempDir& dir, const ModelConfig& config) {
   const std::string path = dir.file("input_config.json");
@@ -52,8 +52,7 @@ TEST(CheckpointWriterTest, ConfigJsonFallsBackToHfKeysWhenOfficialCannotSayIt) {
   config.mlp_types = {MlpType::kMoe, MlpType::kHashMoe, MlpType::kMoe, MlpType::kMoe, MlpType::kMoe, MlpType::kMoe};
   const std::string text = config_json(config, WeightFormat{});
   EXPECT_EQ(text.find("compress_ratios"), std::string::npos) << text;
-  EXPECT_NE(text.find("\"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"compressed_sparse_attention\""),
-            std::string::npos)
+  EXPECT_NE(text.find("\"layer_types\": [\"sliding_attention\", \"sliding_attention\", \"compressed_sparse_attention\""), std::string::npos)
       << text;
   EXPECT_NE(text.find("\"mlp_layer_types\": [\"moe\", \"hash_moe\""), std::string::npos) << text;
   const ModelConfig parsed = parse_model_config(text, "written");
@@ -71,8 +70,7 @@ std::map<std::string, std::string> read_all(const std::string& dir) {
 TEST(CheckpointWriterTest, InitModelIsDeterministicForASeed) {
   TempDir dir;
   const std::string config_path = write_config(dir, small_config());
-  InitModelOptions options{.config_path = config_path, .output_dir = dir.file("a"), .seed = 5, .experts_fp4 = true,
-                           .fp8_linears = true};
+  InitModelOptions options{.config_path = config_path, .output_dir = dir.file("a"), .seed = 5, .experts_fp4 = true, .fp8_linears = true};
   init_model(options);
   options.output_dir = dir.file("b");
   init_model(options);
@@ -94,11 +92,14 @@ TEST(CheckpointWriterTest, InitModelLoadsBackAsRandomWeights) {
   const ModelConfig config = small_config();
   const std::string config_path = write_config(dir, config);
   for (const WeightFormat format : {WeightFormat{io::DType::kF32, false, false}, WeightFormat{io::DType::kBF16, true, true}}) {
-    SCOPED_TRACE(std::string(io::dtype_name(format.dense_dtype)) + (format.fp8_linears ? " fp8" : "") +
-                 (format.fp4_experts ? " fp4" : ""));
+    SCOPED_TRACE(std::string(io::dtype_name(format.dense_dtype)) + (format.fp8_linears ? " fp8" : "") + (format.fp4_experts ? " fp4" : ""));
     const std::string out = dir.file(std::string(io::dtype_name(format.dense_dtype)));
-    init_model(InitModelOptions{.config_path = config_path, .output_dir = out, .seed = 9, .experts_fp4 = format.fp4_experts,
-                                .fp8_linears = format.fp8_linears, .dense_dtype = format.dense_dtype});
+    init_model(InitModelOptions{.config_path = config_path,
+                                .output_dir = out,
+                                .seed = 9,
+                                .experts_fp4 = format.fp4_experts,
+                                .fp8_linears = format.fp8_linears,
+                                .dense_dtype = format.dense_dtype});
     const at::ScalarType dtype = format.dense_dtype == io::DType::kF32 ? at::kFloat : at::kBFloat16;
     LoadReport report;
     const ModelWeights loaded = load_checkpoint(out, LoadOptions{.dtype = dtype}, &report);
@@ -122,8 +123,8 @@ TEST(CheckpointWriterTest, ShardsWithAnIndexLoadLikeOneFile) {
   int64_t shards = 0;
   for (const auto& [name, _] : files) shards += name.ends_with(".safetensors");
   EXPECT_GT(shards, 3);
-  EXPECT_TRUE(files.count("model-00001-of-" + std::string(5 - std::to_string(shards).size(), '0') + std::to_string(shards) +
-                          ".safetensors"));
+  EXPECT_TRUE(
+      files.count("model-00001-of-" + std::string(5 - std::to_string(shards).size(), '0') + std::to_string(shards) + ".safetensors"));
   const io::Checkpoint one = io::Checkpoint::open(dir.file("one")), many = io::Checkpoint::open(dir.file("many"));
   EXPECT_EQ(one.names(), many.names());
   testing::expect_same_weights(load_checkpoint(dir.file("many"), LoadOptions{}), load_checkpoint(dir.file("one"), LoadOptions{}));

@@ -167,7 +167,7 @@ class Reference {
         }
       }
     }
-    const Tensor keys = at::cat({kv, entries});                                          // [T + E, d]
+    const Tensor keys = at::cat({kv, entries});                                           // [T + E, d]
     Tensor s = at::einsum("thd,jd->htj", {q, keys}) / std::sqrt(static_cast<double>(d));  // [H, T, T+E]
     s = s.masked_fill(~allowed.unsqueeze(0), -std::numeric_limits<float>::infinity());
     const Tensor sink = get(p + "attn_sink").view({H, 1, 1});

@@ -102,7 +102,8 @@ TEST(ExpertParallel, TwoRankModelMatchesSingleRankModel) {
   std::vector<ModelWeights> halves;
   for (int64_t r = 0; r < 2; ++r) halves.push_back(random_weights(config, kF32, 5, at::kCPU, expert_range_for_rank(8, r, 2)));
   // Each rank runs its own sequences (different token counts) with its own cache.
-  const std::vector<SeqPlan> plans{{random_tokens(40, config.vocab_size, 1), {40}, 1, {1}}, {random_tokens(7, config.vocab_size, 2), {7}, 2, {2}}};
+  const std::vector<SeqPlan> plans{{random_tokens(40, config.vocab_size, 1), {40}, 1, {1}},
+                                   {random_tokens(7, config.vocab_size, 2), {7}, 2, {2}}};
   SingleRankCommunicator single;
   const DeepseekV4Model reference(full, single, {});
   std::vector<at::Tensor> want;

@@ -65,17 +65,28 @@ std::vector<int64_t> int_list(const std::string& text) {
 Args parse(int argc, char** argv) {
   Args a;
   for (const auto& [key, value] : option_pairs(argc, argv)) {
-    if (key == "--config") a.config = value;
-    else if (key == "--device") a.device = value;
-    else if (key == "--batch") a.batches = int_list(value);
-    else if (key == "--context") a.context = std::stoll(value);
-    else if (key == "--iters") a.iters = std::stoi(value);
-    else if (key == "--warmup") a.warmup = std::stoi(value);
-    else if (key == "--prefill-chunk") a.prefill_chunk = std::stoll(value);
-    else if (key == "--breakdown") a.breakdown = value != "0";
-    else if (key == "--hbm-tbps") a.bytes_per_s = std::stod(value) * 1e12;
-    else if (key == "--tflops") a.flops_per_s = std::stod(value) * 1e12;
-    else TORCH_CHECK(false, "unknown option ", key, " (see the comment at the top of forward_bench.cpp)");
+    if (key == "--config")
+      a.config = value;
+    else if (key == "--device")
+      a.device = value;
+    else if (key == "--batch")
+      a.batches = int_list(value);
+    else if (key == "--context")
+      a.context = std::stoll(value);
+    else if (key == "--iters")
+      a.iters = std::stoi(value);
+    else if (key == "--warmup")
+      a.warmup = std::stoi(value);
+    else if (key == "--prefill-chunk")
+      a.prefill_chunk = std::stoll(value);
+    else if (key == "--breakdown")
+      a.breakdown = value != "0";
+    else if (key == "--hbm-tbps")
+      a.bytes_per_s = std::stod(value) * 1e12;
+    else if (key == "--tflops")
+      a.flops_per_s = std::stod(value) * 1e12;
+    else
+      TORCH_CHECK(false, "unknown option ", key, " (see the comment at the top of forward_bench.cpp)");
   }
   TORCH_CHECK(!a.config.empty(), "--config FILE is required");
   TORCH_CHECK(a.device == "cuda" || a.device == "cpu", "--device must be cuda or cpu, got ", a.device);
@@ -204,13 +215,16 @@ void time_batch(Setup& s, int64_t batch) {
   const double context = static_cast<double>(s.positions[0]) - (a.iters + 1) / 2.0;  // the timed steps' mean
   const model::StepCost cost = model::DecodeCost(*s.weights, 1).step(batch, context);
   const double floor = cost.floor_ms(a.bytes_per_s, a.flops_per_s);
-  std::printf("decode step (forward, batch %lld, context %lld): median %.3f ms   min %.3f   max %.3f   (n=%zu); %lld operator calls per step\n",
-              static_cast<long long>(batch), static_cast<long long>(context), ms[ms.size() / 2], ms.front(), ms.back(), ms.size(),
-              static_cast<long long>(calls));
-  std::printf("roofline floor %.3f ms (%.3f GB weights + %.3f GB state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s): median / floor = %.2fx\n", floor,
-              cost.weight_bytes / 1e9, cost.state_bytes / 1e9, a.bytes_per_s / 1e12, cost.flops / 1e12, a.flops_per_s / 1e12, ms[ms.size() / 2] / floor);
+  std::printf(
+      "decode step (forward, batch %lld, context %lld): median %.3f ms   min %.3f   max %.3f   (n=%zu); %lld operator calls per step\n",
+      static_cast<long long>(batch), static_cast<long long>(context), ms[ms.size() / 2], ms.front(), ms.back(), ms.size(),
+      static_cast<long long>(calls));
+  std::printf("roofline floor %.3f ms (%.3f GB weights + %.3f GB state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s): median / floor = %.2fx\n",
+              floor, cost.weight_bytes / 1e9, cost.state_bytes / 1e9, a.bytes_per_s / 1e12, cost.flops / 1e12, a.flops_per_s / 1e12,
+              ms[ms.size() / 2] / floor);
   std::printf("most called:");
-  for (size_t i = 0; i < std::min<size_t>(12, by_count.size()); ++i) std::printf(" %s %lld,", by_count[i].second.c_str(), static_cast<long long>(by_count[i].first));
+  for (size_t i = 0; i < std::min<size_t>(12, by_count.size()); ++i)
+    std::printf(" %s %lld,", by_count[i].second.c_str(), static_cast<long long>(by_count[i].first));
   std::printf("\n");
 }
 
@@ -225,18 +239,21 @@ int run(const Args& a) {
   s.positions.assign(static_cast<size_t>(max_batch), a.context);
   const double cache_gb = 1e-9 * static_cast<double>((1 + max_batch * s.per_seq) * model::ModelCache::bytes_per_block(s.config, dtype) +
                                                      (1 + max_batch) * model::ModelCache::bytes_per_slot(s.config, dtype));
-  std::printf("forward_bench: %s | LibTorch %s | %s (%lld layers, hidden %lld, %lld experts%s) | %s | context %lld, batches up to %lld "
-              "(cache %.2f GB) | warm-up %d, timed %d\n",
-              describe_device(s.device).c_str(), TORCH_VERSION, a.config.c_str(), static_cast<long long>(s.config.num_layers),
-              static_cast<long long>(s.config.hidden_size), static_cast<long long>(s.config.n_routed_experts), format.fp4_experts ? ", FP4" : "",
-              dtype == at::kBFloat16 ? "bfloat16" : "float32", static_cast<long long>(a.context), static_cast<long long>(max_batch), cache_gb,
-              a.warmup, a.iters);
+  std::printf(
+      "forward_bench: %s | LibTorch %s | %s (%lld layers, hidden %lld, %lld experts%s) | %s | context %lld, batches up to %lld "
+      "(cache %.2f GB) | warm-up %d, timed %d\n",
+      describe_device(s.device).c_str(), TORCH_VERSION, a.config.c_str(), static_cast<long long>(s.config.num_layers),
+      static_cast<long long>(s.config.hidden_size), static_cast<long long>(s.config.n_routed_experts), format.fp4_experts ? ", FP4" : "",
+      dtype == at::kBFloat16 ? "bfloat16" : "float32", static_cast<long long>(a.context), static_cast<long long>(max_batch), cache_gb,
+      a.warmup, a.iters);
   s.weights = std::make_unique<model::ModelWeights>(model::random_weights(s.config, format, /*seed=*/0, s.device));
   try {
     s.cache = std::make_unique<model::ModelCache>(
-        s.config, model::ModelCache::Options{.num_blocks = 1 + max_batch * s.per_seq, .num_slots = 1 + max_batch, .dtype = dtype, .device = s.device});
+        s.config, model::ModelCache::Options{
+                      .num_blocks = 1 + max_batch * s.per_seq, .num_slots = 1 + max_batch, .dtype = dtype, .device = s.device});
   } catch (const std::exception& error) {
-    std::printf("skipped: the cache of %.2f GB does not fit next to the weights (%s)\n", cache_gb, std::string(error.what()).substr(0, 120).c_str());
+    std::printf("skipped: the cache of %.2f GB does not fit next to the weights (%s)\n", cache_gb,
+                std::string(error.what()).substr(0, 120).c_str());
     return 0;
   }
   std::vector<model::LayerType> layer_types;

@@ -28,7 +28,8 @@ std::string source_dir() {
 
 struct Fixture {
   explicit Fixture(const ModelConfig& config, uint64_t seed = 7)
-      : weights(random_weights(config, kF32, seed, at::kCPU)), model(weights, comm, model_options(Arithmetic::official(), /*query_tile=*/64)) {}
+      : weights(random_weights(config, kF32, seed, at::kCPU)),
+        model(weights, comm, model_options(Arithmetic::official(), /*query_tile=*/64)) {}
   ModelCache cache(int64_t blocks, int64_t slots) const {
     return ModelCache(weights.config(), ModelCache::Options{blocks, slots, at::kFloat, at::kCPU});
   }
@@ -82,9 +83,10 @@ TEST(ForwardConsistency, FastVariantChunkedAndDecodeMatchOneShot) {
   start = std::chrono::steady_clock::now();
   const auto incremental = run_incremental(f.model, plans, cache, &steps);
   const double diff = max_abs_diff(one_shot, incremental);
-  std::printf("[fast variant] chunked+decode vs one-shot: 3 sequences (260/200/150 tokens), %ld steps, max |diff| = %.3g"
-              " (one-shot %.2f s, incremental %.2f s)\n",
-              static_cast<long>(steps), diff, one_shot_s, seconds_since(start));
+  std::printf(
+      "[fast variant] chunked+decode vs one-shot: 3 sequences (260/200/150 tokens), %ld steps, max |diff| = %.3g"
+      " (one-shot %.2f s, incremental %.2f s)\n",
+      static_cast<long>(steps), diff, one_shot_s, seconds_since(start));
   EXPECT_LT(diff, kTolerance);
   for (const auto& l : one_shot) check_non_degenerate(l);
 

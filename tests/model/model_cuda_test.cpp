@@ -50,8 +50,8 @@ TEST(MoeCuda, GroupedMatchesLoop) {
         if (tokens == 0) continue;
         const double diff = (grouped - loop).abs().max().item<double>();
         const double scale = loop.abs().max().item<double>();
-        std::cout << "[moe_cuda] k " << c.k << ", " << (fp4 ? "FP4" : "bf16") << " experts " << (range ? "[2, 6)" : "all") << ", layer " << layer << ", " << tokens
-                  << " tokens: max |grouped - loop| " << diff << " (max |loop| " << scale << ")" << std::endl;
+        std::cout << "[moe_cuda] k " << c.k << ", " << (fp4 ? "FP4" : "bf16") << " experts " << (range ? "[2, 6)" : "all") << ", layer "
+                  << layer << ", " << tokens << " tokens: max |grouped - loop| " << diff << " (max |loop| " << scale << ")" << std::endl;
         EXPECT_TRUE(grouped.isfinite().all().item<bool>());
         EXPECT_LE(diff, 0.02 * scale + 1e-3);
       }
@@ -84,8 +84,7 @@ TEST(QuantCuda, QuantizeAndDequantizeMatchTheCpu) {
   auto [c_gpu, s_gpu] = quantize_fp8_blockwise(w.cuda());
   EXPECT_TRUE(at::equal(c_cpu, c_gpu.cpu()));
   EXPECT_TRUE(at::equal(s_cpu, s_gpu.cpu()));
-  EXPECT_TRUE(at::equal(dequant_fp8_blockwise(c_cpu, s_cpu, at::kBFloat16),
-                        dequant_fp8_blockwise(c_gpu, s_gpu, at::kBFloat16).cpu()));
+  EXPECT_TRUE(at::equal(dequant_fp8_blockwise(c_cpu, s_cpu, at::kBFloat16), dequant_fp8_blockwise(c_gpu, s_gpu, at::kBFloat16).cpu()));
   auto [p_cpu, f_cpu] = quantize_fp4(w);
   auto [p_gpu, f_gpu] = quantize_fp4(w.cuda());
   EXPECT_TRUE(at::equal(p_cpu, p_gpu.cpu()));

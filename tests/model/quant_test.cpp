@@ -34,8 +34,8 @@ TEST(QuantTest, E4m3TableByHand) {
   EXPECT_EQ(at1(t, 0x38), 1.0f);
   EXPECT_EQ(at1(t, 0x3C), 1.5f);
   EXPECT_EQ(at1(t, 0x40), 2.0f);
-  EXPECT_EQ(at1(t, 0x77), 240.0f);   // 1.875 * 2^7
-  EXPECT_EQ(at1(t, 0x7E), 448.0f);   // largest finite
+  EXPECT_EQ(at1(t, 0x77), 240.0f);  // 1.875 * 2^7
+  EXPECT_EQ(at1(t, 0x7E), 448.0f);  // largest finite
   EXPECT_EQ(at1(t, 0xFE), -448.0f);
   EXPECT_TRUE(std::isnan(at1(t, 0x7F)));
   EXPECT_TRUE(std::isnan(at1(t, 0xFF)));
@@ -61,8 +61,8 @@ TEST(QuantTest, E8m0AndE2m1TablesByHand) {
 TEST(QuantTest, DequantFp8AppliesBlockScalesWithRaggedEdges) {
   // weight [3, 5], block 2 -> scale [2, 3]; every code is 1.0 (0x38) except two.
   std::vector<uint8_t> w(15, 0x38);
-  w[0] = 0x7E;   // 448 at (0,0)
-  w[14] = 0x81;  // -2^-9 at (2,4), a subnormal
+  w[0] = 0x7E;                                                             // 448 at (0,0)
+  w[14] = 0x81;                                                            // -2^-9 at (2,4), a subnormal
   const at::Tensor scale = bytes({127, 128, 130, 120, 255, 125}, {2, 3});  // 1, 2, 8 / 2^-7, NaN, 1/4
   const at::Tensor out = dequant_fp8_blockwise(bytes(w, {3, 5}), scale, at::kFloat, /*block=*/2);
   ASSERT_EQ(out.sizes(), at::IntArrayRef({3, 5}));
@@ -107,7 +107,7 @@ TEST(QuantTest, DequantFp4LowNibbleIsEvenColumn) {
 
 TEST(QuantTest, DequantFp4ScalesPer32ColumnsWithRaggedEdge) {
   // [2, 40]: 20 packed bytes per row, scale [2, 2] (columns 0..31, 32..39). All codes 6 / -6.
-  std::vector<uint8_t> packed(40, 0xF7);  // low 7 (+6), high F (-6)
+  std::vector<uint8_t> packed(40, 0xF7);                       // low 7 (+6), high F (-6)
   const at::Tensor scale = bytes({127, 129, 0, 255}, {2, 2});  // 1, 4 / 2^-127, NaN
   const at::Tensor out = dequant_fp4(bytes(packed, {2, 20}), scale, at::kFloat);
   ASSERT_EQ(out.sizes(), at::IntArrayRef({2, 40}));
@@ -231,11 +231,8 @@ TEST(QuantTest, Fp4RoundTripErrorBound) {
   ASSERT_EQ(packed.sizes(), at::IntArrayRef({2, 5, 36}));
   ASSERT_EQ(scale.sizes(), at::IntArrayRef({2, 5, 3}));
   const at::Tensor back = dequant_fp4(packed, scale, at::kFloat);
-  const at::Tensor s = e8m0_table(at::kCPU)
-                           .index_select(0, scale.reshape({-1}).to(at::kLong))
-                           .view({2, 5, 3})
-                           .repeat_interleave(32, 2)
-                           .narrow(2, 0, 72);
+  const at::Tensor s =
+      e8m0_table(at::kCPU).index_select(0, scale.reshape({-1}).to(at::kLong)).view({2, 5, 3}).repeat_interleave(32, 2).narrow(2, 0, 72);
   // Grid steps 0.5 / 1 / 2 below 2 / 4 / 6: error <= max(0.25, |x|/4 in code units) * scale.
   const at::Tensor bound = at::maximum(s * 0.25, w.abs() * 0.25);
   EXPECT_TRUE(((back - w).abs() <= bound).all().item<bool>()) << "max err " << (back - w).abs().max().item<float>();

@@ -34,9 +34,9 @@ TEST(RandomWeights, NonDegenerateValues) {
   const ModelWeights w = random_weights(config, kF32, 3, at::kCPU);
   const at::Tensor tid2eid = w.get("layers.0.ffn.gate.tid2eid");
   EXPECT_TRUE((tid2eid.select(1, 0) != tid2eid.select(1, 1)).all().item<bool>());  // distinct experts per row
-  EXPECT_GT(std::get<0>(at::_unique(tid2eid)).numel(), 4);  // many experts used
-  for (const char* name : {"layers.3.ffn.gate.bias", "layers.2.attn.attn_sink", "layers.2.attn.compressor.ape", "layers.2.hc_attn_base",
-                           "hc_head_base"}) {
+  EXPECT_GT(std::get<0>(at::_unique(tid2eid)).numel(), 4);                         // many experts used
+  for (const char* name :
+       {"layers.3.ffn.gate.bias", "layers.2.attn.attn_sink", "layers.2.attn.compressor.ape", "layers.2.hc_attn_base", "hc_head_base"}) {
     EXPECT_GT(w.get(name).std().item<double>(), 0.01) << name;
   }
   EXPECT_GT((w.get("layers.1.attn_norm.weight") - 1).abs().max().item<double>(), 0.01);
@@ -108,7 +108,8 @@ TEST(RandomWeights, Bfloat16ForwardTracksFloat32) {
   EXPECT_EQ(w16.get("layers.2.attn.attn_sink").scalar_type(), at::kFloat);
   SingleRankCommunicator comm;
   const std::vector<SeqPlan> plans{{random_tokens(40, config.vocab_size, 9), {13, 9}, 1, {1}}};
-  ModelCache c32(config, {2, 2, at::kFloat, at::kCPU}), c16(config, {2, 2, at::kBFloat16, at::kCPU}), c16b(config, {2, 2, at::kBFloat16, at::kCPU});
+  ModelCache c32(config, {2, 2, at::kFloat, at::kCPU}), c16(config, {2, 2, at::kBFloat16, at::kCPU}),
+      c16b(config, {2, 2, at::kBFloat16, at::kCPU});
   const at::Tensor ref = run_one_shot(DeepseekV4Model(w32, comm, {}), plans, c32)[0];
   const DeepseekV4Model m16(w16, comm, {});
   const at::Tensor one_shot = run_one_shot(m16, plans, c16)[0];

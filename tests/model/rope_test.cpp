@@ -37,14 +37,15 @@ TEST(Rope, AnglesTableGivesTheTextbookBits) {
   const at::Tensor positions = at::randint(0, 1 << 20, {T}, at::kLong);
   for (const at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
     at::Tensor kv = at::randn({T, 96}).to(dtype);  // [T, d]: kv, compressor entries
-    kv.index_put_({0}, 0.0);                        // zeros and negative zeros in the rotated part
+    kv.index_put_({0}, 0.0);                       // zeros and negative zeros in the rotated part
     kv.index_put_({1}, -0.0);
     const at::Tensor q = at::randn({T, 5, 96}).to(dtype);  // [T, H, d]: q, indexer q, output
     const RopeAngles angles = rope.angles(positions);
     for (const bool inverse : {false, true}) {
       EXPECT_TRUE(same_bits(angles.apply(kv, inverse), textbook(kv, positions, rope.inv_freq(), inverse))) << dtype << inverse;
       EXPECT_TRUE(same_bits(angles.apply(q, inverse), textbook(q, positions.unsqueeze(-1), rope.inv_freq(), inverse))) << dtype << inverse;
-      EXPECT_TRUE(same_bits(rope.apply(q, positions.unsqueeze(-1), inverse), textbook(q, positions.unsqueeze(-1), rope.inv_freq(), inverse)));
+      EXPECT_TRUE(
+          same_bits(rope.apply(q, positions.unsqueeze(-1), inverse), textbook(q, positions.unsqueeze(-1), rope.inv_freq(), inverse)));
     }
   }
   // A 2-d position grid (the compressor's [B, K] windows) on [B, K, d'].

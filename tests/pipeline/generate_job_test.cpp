@@ -48,16 +48,24 @@ JobOptions options_for(const std::string& input, const std::string& out, int32_t
   o.inputs = {input};
   o.output_dir = out;
   o.seed = 42;
-  o.scheduler = {.block_size = 16, .num_blocks = num_blocks, .num_slots = 9, .max_num_seqs = 8,
-                 .max_num_batched_tokens = 256, .max_model_len = 512, .eos_token_id = 1};
+  o.scheduler = {.block_size = 16,
+                 .num_blocks = num_blocks,
+                 .num_slots = 9,
+                 .max_num_seqs = 8,
+                 .max_num_batched_tokens = 256,
+                 .max_model_len = 512,
+                 .eos_token_id = 1};
   o.vocab_size = kVocab;
   o.job_json = "{\"test\":1}";
   return o;
 }
 
 engine::FakeExecutor::Options fake_for(const JobOptions& o) {
-  return {.block_size = o.scheduler.block_size, .num_blocks = o.scheduler.num_blocks, .num_slots = o.scheduler.num_slots,
-          .vocab_size = static_cast<int32_t>(o.vocab_size), .delay_steps = 0};
+  return {.block_size = o.scheduler.block_size,
+          .num_blocks = o.scheduler.num_blocks,
+          .num_slots = o.scheduler.num_slots,
+          .vocab_size = static_cast<int32_t>(o.vocab_size),
+          .delay_steps = 0};
 }
 
 JobOutcome run(const JobOptions& o, const std::function<void(const engine::SchedulerOutput&)>& hook = nullptr) {
@@ -66,9 +74,7 @@ JobOutcome run(const JobOptions& o, const std::function<void(const engine::Sched
   return GenerateJob(o, executor).run();
 }
 
-std::vector<std::string> results(const std::string& out) {
-  return io::read_all_records(out + "/results-00000-of-00001.jsonl.zst");
-}
+std::vector<std::string> results(const std::string& out) { return io::read_all_records(out + "/results-00000-of-00001.jsonl.zst"); }
 
 TEST(GenerateJobTest, EveryLineGetsOneRecordInInputOrder) {
   deepinfer::testing::TempDir dir;
@@ -86,7 +92,8 @@ TEST(GenerateJobTest, EveryLineGetsOneRecordInInputOrder) {
     }
     EXPECT_EQ(records[i].rfind("{\"id\":\"r" + std::to_string(i) + "\",", 0), 0u) << records[i];
     EXPECT_TRUE(records[i].find("\"finish_reason\":\"length\"") != std::string::npos ||
-                records[i].find("\"finish_reason\":\"stop\"") != std::string::npos) << records[i];
+                records[i].find("\"finish_reason\":\"stop\"") != std::string::npos)
+        << records[i];
   }
   EXPECT_NE(records[3].find("\"seed\":23757"), std::string::npos) << "a given seed is recorded: " << records[3];
   EXPECT_TRUE(std::filesystem::exists(dir.file("out") + "/metrics-00000.jsonl.zst"));
@@ -109,7 +116,9 @@ TEST(GenerateJobTest, RerunIsByteIdenticalAndOverlapDoesNotChangeResults) {
   const auto ra = results(dir.file("a")), rc = results(dir.file("c"));
   ASSERT_EQ(ra.size(), rc.size());
   for (std::size_t i = 0; i < ra.size(); ++i) {
-    const auto tokens = [](const std::string& r) { return r.substr(r.find("\"output_token_ids\""), r.find("\"steps\"") - r.find("\"output_token_ids\"")); };
+    const auto tokens = [](const std::string& r) {
+      return r.substr(r.find("\"output_token_ids\""), r.find("\"steps\"") - r.find("\"output_token_ids\""));
+    };
     EXPECT_EQ(tokens(ra[i]), tokens(rc[i]));
   }
 }
@@ -262,11 +271,14 @@ std::string make_text_input(const deepinfer::testing::TempDir& dir, const std::s
   std::string text;
   for (int i = 0; i < n; ++i) {
     std::string prompt;
-    for (int w = 1 + static_cast<int>(rng() % 60); w > 0; --w) prompt += std::string(prompt.empty() ? "" : " ") + kWords[rng() % std::size(kWords)];
-    text += "{\"id\": \"t" + std::to_string(i) + "\", \"prompt\": " + io::json_escape(prompt) + ", \"max_tokens\": " +
-            std::to_string(8 + rng() % 40) + (i % 2 ? ", \"seed\": " + std::to_string(i) : std::string(", \"temperature\": 0"));
+    for (int w = 1 + static_cast<int>(rng() % 60); w > 0; --w)
+      prompt += std::string(prompt.empty() ? "" : " ") + kWords[rng() % std::size(kWords)];
+    text += "{\"id\": \"t" + std::to_string(i) + "\", \"prompt\": " + io::json_escape(prompt) +
+            ", \"max_tokens\": " + std::to_string(8 + rng() % 40) +
+            (i % 2 ? ", \"seed\": " + std::to_string(i) : std::string(", \"temperature\": 0"));
     if (i % 5 == 4) text += ", \"add_special_tokens\": false";
-    if (static_cast<std::size_t>(i) < stops.size() && !stops[i].empty()) text += ", \"stop\": [\"never\", " + io::json_escape(stops[i]) + "]";
+    if (static_cast<std::size_t>(i) < stops.size() && !stops[i].empty())
+      text += ", \"stop\": [\"never\", " + io::json_escape(stops[i]) + "]";
     text += "}\n";
   }
   return dir.write(name, text);

@@ -82,7 +82,8 @@ TEST(MpiCommunicator, AgreesOnFlagsAndGathersStrings) {
   const auto strings = mpi_gather_strings(std::string(static_cast<std::size_t>(comm.rank()), 'x'));
   if (comm.rank() == 0) {
     ASSERT_EQ(static_cast<int64_t>(strings.size()), comm.world_size());
-    for (int64_t r = 0; r < comm.world_size(); ++r) EXPECT_EQ(strings[static_cast<std::size_t>(r)], std::string(static_cast<std::size_t>(r), 'x'));
+    for (int64_t r = 0; r < comm.world_size(); ++r)
+      EXPECT_EQ(strings[static_cast<std::size_t>(r)], std::string(static_cast<std::size_t>(r), 'x'));
   } else {
     EXPECT_TRUE(strings.empty());
   }

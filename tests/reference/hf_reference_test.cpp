@@ -38,8 +38,7 @@ std::string env(const char* name) {
 at::Tensor read(const io::SafetensorsFile& file, const std::string& name) {
   const io::TensorView* view = file.find(name);
   TORCH_CHECK(view != nullptr, file.path(), ": no tensor '", name, "'");
-  TORCH_CHECK(view->dtype == io::DType::kF32 || view->dtype == io::DType::kI64, file.path(), ": tensor '", name,
-              "' must be F32 or I64");
+  TORCH_CHECK(view->dtype == io::DType::kF32 || view->dtype == io::DType::kI64, file.path(), ": tensor '", name, "' must be F32 or I64");
   at::Tensor t = at::empty(view->shape, at::TensorOptions().dtype(view->dtype == io::DType::kF32 ? at::kFloat : at::kLong));
   std::memcpy(t.data_ptr(), view->data, view->nbytes);
   return t;
@@ -168,19 +167,18 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
 
   LoadReport report;
   const ModelWeights weights = load_checkpoint(checkpoint, LoadOptions{.dtype = dtype, .device = device}, &report);
-  std::cout << "[hf_reference] checkpoint " << checkpoint << ": " << report.loaded << " tensors, FP8 linears "
-            << report.format.fp8_linears << ", FP4 experts " << report.format.fp4_experts << "; reference "
-            << reference << " (" << meta.at("dtype") << ", transformers "
+  std::cout << "[hf_reference] checkpoint " << checkpoint << ": " << report.loaded << " tensors, FP8 linears " << report.format.fp8_linears
+            << ", FP4 experts " << report.format.fp4_experts << "; reference " << reference << " (" << meta.at("dtype") << ", transformers "
             << (meta.count("transformers") ? meta.at("transformers") : "?") << ", HF one-shot vs chunked "
-            << (meta.count("hf_internal_max_diff") ? meta.at("hf_internal_max_diff") : "?") << "); ours on "
-            << (cuda ? "CUDA" : "CPU") << ", numerics " << (numerics_name == "transformers" ? "transformers" : "official") << std::endl;
+            << (meta.count("hf_internal_max_diff") ? meta.at("hf_internal_max_diff") : "?") << "); ours on " << (cuda ? "CUDA" : "CPU")
+            << ", numerics " << (numerics_name == "transformers" ? "transformers" : "official") << std::endl;
 
   std::vector<Prompt> prompts;
   const int64_t n = std::stoll(meta.at("num_prompts"));
   for (int64_t i = 0; i < n; ++i) {
     const std::string p = "prompt." + std::to_string(i) + ".";
-    prompts.push_back(Prompt{to_vector(read(*file, p + "ids")), to_vector(read(*file, p + "chunks")),
-                             read(*file, p + "logits_oneshot"), read(*file, p + "logits_chunked")});
+    prompts.push_back(Prompt{to_vector(read(*file, p + "ids")), to_vector(read(*file, p + "chunks")), read(*file, p + "logits_oneshot"),
+                             read(*file, p + "logits_chunked")});
     ASSERT_EQ(prompts.back().oneshot.size(1), weights.config().vocab_size);
   }
 
@@ -223,19 +221,18 @@ TEST(HfReferenceTest, LogitsMatchTransformers) {
     worst = std::max({worst, d_one, d_chunked});
     worst_other = std::max({worst_other, d_batched, d_cross});
     hf_self = std::max(hf_self, d_hf);
-    std::cout << "[hf_reference] prompt " << i << " (" << p.ids.size() << " tokens, " << p.chunks.size()
-              << " chunks, max|logit| " << p.oneshot.abs().max().item<double>() << "): max|diff| one-shot " << d_one
-              << ", chunked " << d_chunked << "; ours batched one-shot vs HF one-shot " << d_batched
-              << ", ours chunked vs HF one-shot " << d_cross << " (HF chunked vs HF one-shot " << d_hf << ")" << std::endl;
+    std::cout << "[hf_reference] prompt " << i << " (" << p.ids.size() << " tokens, " << p.chunks.size() << " chunks, max|logit| "
+              << p.oneshot.abs().max().item<double>() << "): max|diff| one-shot " << d_one << ", chunked " << d_chunked
+              << "; ours batched one-shot vs HF one-shot " << d_batched << ", ours chunked vs HF one-shot " << d_cross
+              << " (HF chunked vs HF one-shot " << d_hf << ")" << std::endl;
     EXPECT_LE(d_one, tolerance) << "prompt " << i << " one-shot";
     EXPECT_LE(d_chunked, tolerance) << "prompt " << i << " chunked";
     EXPECT_LE(d_batched, cross_tolerance) << "prompt " << i << " batched one-shot";
     EXPECT_LE(d_cross, cross_tolerance) << "prompt " << i << " chunked vs one-shot";
   }
-  std::cout << "[hf_reference] " << meta.at("dtype") << ": max |ours - transformers| = " << worst << " (bound "
-            << tolerance << "); batched and chunked-vs-one-shot " << worst_other
-            << (dtype == at::kFloat ? " (same bound)" : " (reported)") << ", transformers' own chunked vs one-shot " << hf_self
-            << std::endl;
+  std::cout << "[hf_reference] " << meta.at("dtype") << ": max |ours - transformers| = " << worst << " (bound " << tolerance
+            << "); batched and chunked-vs-one-shot " << worst_other << (dtype == at::kFloat ? " (same bound)" : " (reported)")
+            << ", transformers' own chunked vs one-shot " << hf_self << std::endl;
 }
 
 }  // namespace

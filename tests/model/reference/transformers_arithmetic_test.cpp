@@ -55,7 +55,8 @@ TEST(TransformersArithmetic, HcExpandMixesInTheStreamsDtype) {
   const at::Tensor streams = at::randn({T, n, D}), y = at::randn({T, D});
   EXPECT_TRUE(same_bits(transformers_arith().hc_expand(streams, y, mix), hc_expand(streams, y, mix)));  // float32
   const at::Tensor s16 = streams.to(at::kBFloat16), y16 = y.to(at::kBFloat16);
-  const at::Tensor want = mix.post.to(at::kBFloat16).unsqueeze(-1) * y16.unsqueeze(1) + at::bmm(mix.comb.to(at::kBFloat16).transpose(1, 2), s16);
+  const at::Tensor want =
+      mix.post.to(at::kBFloat16).unsqueeze(-1) * y16.unsqueeze(1) + at::bmm(mix.comb.to(at::kBFloat16).transpose(1, 2), s16);
   EXPECT_TRUE(same_bits(transformers_arith().hc_expand(s16, y16, mix), want));
 }
 
@@ -79,8 +80,8 @@ TEST(TransformersArithmetic, TransformersRoundingIsTheOfficialForwardInFloat32) 
   const at::Tensor official = run_tiny(config, io::DType::kF32, at::kFloat, official_arith(), false);
   const double one_shot = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, transformers_arith(), false));
   const double chunked = max_diff(official, run_tiny(config, io::DType::kF32, at::kFloat, transformers_arith(), true));
-  std::printf("[transformers arithmetic] tiny float32, official vs transformers rounding: one-shot %.3g, chunked %.3g (max |logit| %.3g)\n", one_shot,
-              chunked, official.abs().max().item<double>());
+  std::printf("[transformers arithmetic] tiny float32, official vs transformers rounding: one-shot %.3g, chunked %.3g (max |logit| %.3g)\n",
+              one_shot, chunked, official.abs().max().item<double>());
   EXPECT_LT(one_shot, 1e-4);
   EXPECT_LT(chunked, 1e-4);
 }
@@ -120,9 +121,11 @@ TEST(TransformersArithmetic, TransformersRoundingInBfloat16) {
   const at::Tensor chunked = run_tiny(config, io::DType::kBF16, at::kBFloat16, transformers_arith(), true);
   const double between = max_diff(official, transformers), from_exact = max_diff(transformers, exact);
   const double official_from_exact = max_diff(official, exact), chunk = max_diff(transformers, chunked);
-  std::printf("[transformers arithmetic] tiny-bf16 bfloat16: official vs transformers rounding %.3g; from float32: official %.3g, transformers %.3g; "
-              "transformers chunked vs one-shot %.3g (max |logit| %.3g)\n",
-              between, official_from_exact, from_exact, chunk, exact.abs().max().item<double>());
+  std::printf(
+      "[transformers arithmetic] tiny-bf16 bfloat16: official vs transformers rounding %.3g; from float32: official %.3g, transformers "
+      "%.3g; "
+      "transformers chunked vs one-shot %.3g (max |logit| %.3g)\n",
+      between, official_from_exact, from_exact, chunk, exact.abs().max().item<double>());
   EXPECT_GT(between, 0.0);
   EXPECT_LT(from_exact, 0.25);
   EXPECT_LT(chunk, 0.25);
@@ -139,20 +142,33 @@ TEST(Observer, SeesEveryStageInOrderAndChangesNothing) {
   std::map<std::string, std::vector<int64_t>> shapes;
   at::Tensor hidden;
   const DeepseekV4Model plain(weights, comm, model_options());
-  const DeepseekV4Model watched(weights, comm, model_options(official_arith(), AttentionOptions{}.query_tile, [&](const std::string& name, const at::Tensor& value) {
-                                  names.push_back(name);
-                                  shapes[name] = std::vector<int64_t>(value.sizes().begin(), value.sizes().end());
-                                  if (name == "hidden") hidden = value.clone();
-                                }));
-  ModelCache cache_a(config, ModelCache::Options{4, 2, at::kFloat, at::kCPU}), cache_b(config, ModelCache::Options{4, 2, at::kFloat, at::kCPU});
+  const DeepseekV4Model watched(
+      weights, comm, model_options(official_arith(), AttentionOptions{}.query_tile, [&](const std::string& name, const at::Tensor& value) {
+        names.push_back(name);
+        shapes[name] = std::vector<int64_t>(value.sizes().begin(), value.sizes().end());
+        if (name == "hidden") hidden = value.clone();
+      }));
+  ModelCache cache_a(config, ModelCache::Options{4, 2, at::kFloat, at::kCPU}),
+      cache_b(config, ModelCache::Options{4, 2, at::kFloat, at::kCPU});
   const at::Tensor want = run_one_shot(plain, plans, cache_a)[0];
   const at::Tensor got = run_one_shot(watched, plans, cache_b)[0];
   EXPECT_TRUE(same_bits(want, got));
   // Layer 2 is CSA (compressor and indexer), layer 0 sliding-window only.
-  const std::vector<std::string> layer2{"layers.2.attn_norm_out", "layers.2.attn.q_residual", "layers.2.attn.q_proj", "layers.2.attn.kv_normed",
-                                        "layers.2.attn.compressor.entries", "layers.2.attn.indexer.compressor.entries", "layers.2.attn.o",
-                                        "layers.2.attn.z", "layers.2.attn_out", "layers.2.attn_streams", "layers.2.ffn_norm_out",
-                                        "layers.2.ffn.routed", "layers.2.ffn.shared", "layers.2.ffn_out", "layers.2.streams"};
+  const std::vector<std::string> layer2{"layers.2.attn_norm_out",
+                                        "layers.2.attn.q_residual",
+                                        "layers.2.attn.q_proj",
+                                        "layers.2.attn.kv_normed",
+                                        "layers.2.attn.compressor.entries",
+                                        "layers.2.attn.indexer.compressor.entries",
+                                        "layers.2.attn.o",
+                                        "layers.2.attn.z",
+                                        "layers.2.attn_out",
+                                        "layers.2.attn_streams",
+                                        "layers.2.ffn_norm_out",
+                                        "layers.2.ffn.routed",
+                                        "layers.2.ffn.shared",
+                                        "layers.2.ffn_out",
+                                        "layers.2.streams"};
   const auto first = std::find(names.begin(), names.end(), layer2.front());
   ASSERT_NE(first, names.end());
   ASSERT_GE(names.end() - first, static_cast<std::ptrdiff_t>(layer2.size()));
