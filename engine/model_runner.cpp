@@ -194,7 +194,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   last_step_ = out.step;
   auto step = std::make_unique<ModelStep>(out.step, std::move(rows), sampled, options_.device);
   for (const SamplingRow& s : sampling) step->wants_logprobs_.push_back(s.logprobs >= 0);
-  if (clock != nullptr) clock->end_step();
+  if (clock != nullptr) clock->end_step(out.kind == StepKind::kDecode);
   return step;
 }
 
@@ -207,7 +207,7 @@ void ModelRunner::execute_dummy() {
   model::PartClock* clock = options_.model.clock;
   if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
   model_.forward(model::ForwardBatch::build(input, options_.device), cache_);
-  if (clock != nullptr) clock->end_step();
+  if (clock != nullptr) clock->end_step(/*decode=*/false);
 }
 
 }  // namespace deepinfer::engine

@@ -11,9 +11,10 @@ constexpr const char* kTypeNames[4] = {"SWA", "CSA", "HCA", "-"};
 
 }  // namespace
 
-PartTimer::PartTimer(at::Device device, std::vector<model::LayerType> layer_types)
+PartTimer::PartTimer(at::Device device, std::vector<model::LayerType> layer_types, bool decode_only)
     : device_(device),
       layer_types_(std::move(layer_types)),
+      decode_only_(decode_only),
       sums_(static_cast<size_t>(model::ForwardPart::kCount), std::array<double, 4>{}) {
   if (device_.is_cuda()) timeline_ = std::make_unique<cuda::EventTimeline>(device_);
 }
@@ -26,7 +27,13 @@ void PartTimer::enter(model::ForwardPart part, int64_t layer) {
   marks_.push_back(Mark{part, layer, event, std::chrono::steady_clock::now()});
 }
 
-void PartTimer::end_step() { enter(kEndMark, -1); }
+void PartTimer::end_step(bool decode) {
+  if (decode || !decode_only_) {
+    enter(kEndMark, -1);
+    return;
+  }
+  while (!marks_.empty() && marks_.back().part != kEndMark) marks_.pop_back();  // the step's marks (its events stay unread)
+}
 
 void PartTimer::settle() {
   // Finished steps: the marks up to the last end mark; an unfinished step's marks stay.

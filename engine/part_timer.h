@@ -27,12 +27,13 @@ class EventTimeline;
 
 class PartTimer final : public model::PartClock {
  public:
-  // layer_types[l]: the kind of layer l (ModelConfig::layer_type).
-  PartTimer(at::Device device, std::vector<model::LayerType> layer_types);
+  // layer_types[l]: the kind of layer l (ModelConfig::layer_type). decode_only: steps that are
+  // not decode steps (prefill, idle) are dropped at end_step.
+  PartTimer(at::Device device, std::vector<model::LayerType> layer_types, bool decode_only = true);
   ~PartTimer() override;
 
   void enter(model::ForwardPart part, int64_t layer) override;
-  void end_step() override;
+  void end_step(bool decode) override;
   // Forgets every mark and sum (after a warm-up or a prefill that is not to count).
   void reset();
 
@@ -56,6 +57,7 @@ class PartTimer final : public model::PartClock {
 
   at::Device device_;
   std::vector<model::LayerType> layer_types_;
+  bool decode_only_ = true;
   std::unique_ptr<cuda::EventTimeline> timeline_;
   std::vector<Mark> marks_;  // the steps not yet added up; each ends with an end mark
   size_t settled_steps_ = 0;

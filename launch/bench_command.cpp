@@ -5,7 +5,7 @@
 // Decode steps: each decode step processed right after another one is timed by the gap between
 // the two, and set against its roofline floor (model/step_cost.h) at its batch and mean context:
 // max(bytes / --hbm-tbps, FLOPs / --tflops), the H200's measured 4.3 TB/s and 790 TFLOP/s by
-// default. --breakdown times the parts of every timed step (engine/part_timer.h).
+// default. --breakdown times the parts of the timed job's decode steps (engine/part_timer.h).
 #include <cstdio>
 #include <filesystem>
 #include <map>

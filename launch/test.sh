@@ -9,7 +9,7 @@ cd "$root"
 build=${DEEPINFER_BUILD_DIR:-build}
 
 packages=(cmake g++ make pkg-config libtorch-dev libsimdjson-dev libzstd-dev libpcre2-dev libopenmpi-dev openmpi-bin
-          googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format zstd)
+          googletest libgtest-dev libgmock-dev clang libclang-rt-14-dev clang-format-14 zstd)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

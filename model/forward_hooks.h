@@ -43,8 +43,9 @@ class PartClock {
   virtual ~PartClock() = default;
   // `part` of `layer` (-1 outside the layers) starts now, on the forward's device stream.
   virtual void enter(ForwardPart part, int64_t layer) = 0;
-  // The step's last part ends now (the runner, after its sampling is enqueued).
-  virtual void end_step() {}
+  // The step's last part ends now (the runner, after its sampling is enqueued); `decode`: the
+  // step was a decode step (a clock may keep only those).
+  virtual void end_step(bool decode) {}
 };
 
 struct ForwardHooks {

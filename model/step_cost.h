@@ -9,8 +9,8 @@
 //    that the step's tokens are expected to pick: n (1 - (1 - k/N)^T) of N for T tokens routed
 //    uniformly at top-k (T = B x ranks under expert parallelism), n the experts held;
 //  - state read: per sequence and layer the window ring (min(context, W) rows), HCA's compressed
-//    entries (context / m), CSA's indexer keys (context / m) and its top-k entries, and the
-//    compressor tails, in the cache dtype;
+//    entries (context / m), CSA's indexer keys (context / m) and its top-k entries in the cache
+//    dtype, and the compressor tails (float32);
 //  - FLOPs: 2 per multiply-add of every linear a token passes (the held experts it picks, the head
 //    for its sampled row), the attention scores and P.V over its keys, and the indexer's scores.
 // Owns: the counting. Does not own: timing (the bench) or the ceilings (options of the bench).

@@ -188,15 +188,16 @@ struct Setup {
     }
     if (a.breakdown) timer->enter(model::ForwardPart::kStaging, -1);
     (void)model->forward(model::ForwardBatch::build(input, device), *cache);
-    if (a.breakdown) timer->end_step();
+    if (a.breakdown) timer->end_step(/*decode=*/true);
   }
 };
 
 // Decode steps of `batch` rows: times, breakdown, roofline, operator calls.
 void time_batch(Setup& s, int64_t batch) {
   const Args& a = s.a;
-  s.timer->reset();
-  std::vector<double> ms = time_calls(s.device, a.warmup, a.iters, [&] { s.decode_step(batch); });
+  for (int w = 0; w < a.warmup; ++w) s.decode_step(batch);
+  s.timer->reset();  // the breakdown covers the timed steps only
+  std::vector<double> ms = time_calls(s.device, /*warmup=*/0, a.iters, [&] { s.decode_step(batch); });
   std::sort(ms.begin(), ms.end());
   if (a.breakdown) print_breakdown(*s.timer);
   const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit).scopes({at::RecordScope::FUNCTION}));
@@ -212,7 +213,9 @@ void time_batch(Setup& s, int64_t batch) {
     by_count.emplace_back(n, name);
   }
   std::sort(by_count.rbegin(), by_count.rend());
-  const double context = static_cast<double>(s.positions[0]) - (a.iters + 1) / 2.0;  // the timed steps' mean
+  double context = 0;  // the timed steps' mean over the batch
+  for (int64_t b = 0; b < batch; ++b) context += static_cast<double>(s.positions[static_cast<size_t>(b)]);
+  context = context / static_cast<double>(batch) - (a.iters + 1) / 2.0;
   const model::StepCost cost = model::DecodeCost(*s.weights, 1).step(batch, context);
   const double floor = cost.floor_ms(a.bytes_per_s, a.flops_per_s);
   std::printf(
