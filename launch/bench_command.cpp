@@ -129,6 +129,7 @@ Bench parse_bench(const Args& args) {
 // The warm-up job (when asked for), then the timed one, on one model runner; the prompts and
 // outputs live in a temporary directory (the timed prompts are copied to `prompts_out` if set).
 BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
+  const pipeline::MemoryPlan plan = check_memory_plan(b.model, b.config, b.device, b.dtype);
   auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed);
   const model::ModelConfig& model_config = source.weights->config();
   pipeline::EngineOptions engine = pipeline::engine_options(b.config, model_config, b.dtype, b.device);
@@ -162,6 +163,7 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
     result.parts = timer.totals();
     result.part_steps = timer.steps();
   }
+  print_peak_memory(plan, b.device);
   if (!prompts_out.empty()) std::filesystem::copy_file(dir / "timed.jsonl", prompts_out, std::filesystem::copy_options::overwrite_existing);
   io::remove_tree(dir.string());
   return result;

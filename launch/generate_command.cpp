@@ -42,6 +42,7 @@ std::string debug_logits_path(int rank) {
 struct Running {
   pipeline::ModelSource model;
   pipeline::EngineOptions engine;  // the scheduler's and the runner's, from one derivation
+  pipeline::MemoryPlan plan;
   std::unique_ptr<model::ExpertCommunicator> comm;
   std::unique_ptr<engine::ModelRunner> runner;
 };
@@ -49,6 +50,7 @@ struct Running {
 std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::JobConfig& config, at::Device device, at::ScalarType dtype,
                                      const MpiSession& mpi) {
   auto running = std::make_unique<Running>();
+  running->plan = check_memory_plan(spec, config, device, dtype, mpi.rank(), mpi.world_size());
   std::fprintf(stderr, "[rank %d/%d] loading %s on %s (%s)...\n", mpi.rank(), mpi.world_size(), spec.c_str(),
                hardware_description(device).c_str(), dtype == at::kBFloat16 ? "bfloat16" : "float32");
   if (mpi.world_size() > 1 && device.is_cuda()) {
@@ -132,6 +134,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
     return 130;
   }
   finish_job(outcome, job.job_json, output, device, mpi);
+  print_peak_memory(running->plan, device);
   return 0;
 }
 

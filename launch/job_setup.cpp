@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "engine/cuda/kernels.h"
 #include "io/json_writer.h"
 #include "pipeline/manifest.h"
 #include "pipeline/nccl_communicator.h"
@@ -51,6 +52,28 @@ at::ScalarType resolve_dtype(const std::string& dtype, at::Device device) {
 std::string hardware_description(at::Device device) {
   if (device.is_cuda()) return "cuda:" + std::to_string(device.index());
   return "cpu (" + std::to_string(std::thread::hardware_concurrency()) + " threads)";
+}
+
+pipeline::MemoryPlan check_memory_plan(const std::string& spec, const pipeline::JobConfig& config, at::Device device, at::ScalarType dtype,
+                                       int rank, int world_size) {
+  const pipeline::ModelLayout layout = pipeline::model_layout(spec, dtype, rank, world_size);
+  const pipeline::EngineOptions engine = pipeline::engine_options(config, layout.config, dtype, device);
+  const pipeline::MemoryPlan plan = pipeline::plan_memory(layout, engine, rank, world_size, pipeline::available_memory(device));
+  if (!plan.fits()) {
+    throw std::invalid_argument("model " + spec + ": the memory plan of rank " + std::to_string(rank) + " does not fit " + plan.device +
+                                "; " + pipeline::advice(plan, layout, engine) + "\n" + pipeline::describe(plan));
+  }
+  if (rank == 0) std::fprintf(stderr, "%s\n", pipeline::describe(plan).c_str());
+  return plan;
+}
+
+void print_peak_memory(const pipeline::MemoryPlan& plan, at::Device device) {
+  if (!device.is_cuda()) return;
+  const auto memory = engine::cuda::device_memory(device);
+  const int64_t planned = plan.needed() - plan.runtime_reserve;
+  std::fprintf(stderr,
+               "device memory on %s: allocator peak %.2f GiB allocated, %.2f GiB reserved; plan %.2f GiB without the runtime reserve\n",
+               plan.device.c_str(), memory.peak_allocated / 1073741824.0, memory.peak_reserved / 1073741824.0, planned / 1073741824.0);
 }
 
 pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model,

@@ -11,6 +11,7 @@
 #include "pipeline/engine_options.h"
 #include "pipeline/generate_job.h"
 #include "pipeline/job_config.h"
+#include "pipeline/memory_plan.h"
 #include "pipeline/model_source.h"
 
 namespace deepinfer::launch {
@@ -26,6 +27,15 @@ pipeline::JobConfig job_config_from(const Args& args);
 at::Device resolve_device(const std::string& device, int local_rank = 0);
 at::ScalarType resolve_dtype(const std::string& dtype, at::Device device);
 std::string hardware_description(at::Device device);
+
+// This rank's memory plan for the model `spec` under `config` (pipeline/memory_plan.h), made
+// before anything is loaded and printed to stderr by rank 0; throws std::invalid_argument with
+// the plan and what to change when it does not fit.
+pipeline::MemoryPlan check_memory_plan(const std::string& spec, const pipeline::JobConfig& config, at::Device device, at::ScalarType dtype,
+                                       int rank = 0, int world_size = 1);
+// On a CUDA device: the caching allocator's peak so far against the plan (weights, scratch,
+// state and activations; the runtime reserve is outside the allocator), to stderr.
+void print_peak_memory(const pipeline::MemoryPlan& plan, at::Device device);
 
 // Job options for one rank; the scheduler's are engine.scheduler (pipeline/engine_options.h),
 // the ones the model runner was built with.

@@ -18,17 +18,33 @@ at::Tensor pointer_table(const std::vector<const at::Tensor*>& tensors, at::Devi
   return at::tensor(pointers, at::kLong).to(device);
 }
 
+bool grouped_shape(const ModelConfig& c, int64_t experts_held) {
+  return c.hidden_size % 32 == 0 && c.moe_intermediate_size % 32 == 0 && experts_held > 0;
+}
+
+// Every layer's stacked dense bfloat16 copies.
+int64_t stacked_bytes(const ModelConfig& c, int64_t experts_held) {
+  return c.num_layers * experts_held * 3 * c.moe_intermediate_size * c.hidden_size * 2;
+}
+
 }  // namespace
 
 bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const {
   if (!compat::kHasGroupedMm || !cuda::built() || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
   const ModelConfig& c = weights.config();
-  if (c.hidden_size % 32 != 0 || c.moe_intermediate_size % 32 != 0 || weights.experts().size() == 0) return false;
+  if (!grouped_shape(c, weights.experts().size())) return false;
   const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
   if (w1.scalar_type() == at::kByte) return true;
   // Dense experts: the stacked copies of every layer together must stay within the cap.
-  const int64_t stacked_bytes = c.num_layers * weights.experts().size() * 3 * c.moe_intermediate_size * c.hidden_size * 2;
-  return w1.scalar_type() == at::kBFloat16 && stacked_bytes <= kMaxStackedBytes;
+  return w1.scalar_type() == at::kBFloat16 && stacked_bytes(c, weights.experts().size()) <= kMaxStackedBytes;
+}
+
+int64_t ExpertWorkspace::scratch_bytes(const ModelConfig& config, bool fp4, int64_t experts_held, at::ScalarType dtype, at::Device device) {
+  if (!compat::kHasGroupedMm || !cuda::built() || !device.is_cuda() || dtype != at::kBFloat16 || !grouped_shape(config, experts_held))
+    return 0;
+  if (fp4) return experts_held * 3 * config.moe_intermediate_size * config.hidden_size * 2;
+  const int64_t stacked = stacked_bytes(config, experts_held);
+  return stacked <= kMaxStackedBytes ? stacked : 0;
 }
 
 const ExpertWorkspace::LayerTables& ExpertWorkspace::tables(const ModelWeights& weights, int64_t layer) {

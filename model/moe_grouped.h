@@ -37,6 +37,12 @@ class ExpertWorkspace {
   at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                             const at::Tensor& routing_weights);
 
+  // The most device memory the workspace holds for a model with `experts_held` routed experts
+  // per layer, packed FP4 (`fp4`) or dense in `dtype`, run on `device`: the bfloat16 dequant
+  // buffers [E, 2I, D] + [E, D, I], or every layer's stacked dense copies; 0 where the grouped
+  // path does not run (the CPU, float32). For the memory plan, before any weight is loaded.
+  static int64_t scratch_bytes(const ModelConfig& config, bool fp4, int64_t experts_held, at::ScalarType dtype, at::Device device);
+
  private:
   struct LayerTables {
     at::Tensor w13_packed, w13_scale;  // int64 [2E] device pointers: expert e's w1 at 2e, its w3 at 2e + 1

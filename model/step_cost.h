@@ -53,4 +53,20 @@ class DecodeCost final {
   double state_elem_bytes_ = 2;  // the cache dtype's element size
 };
 
+// The device memory a forward step's working tensors can reach at once (the memory plan's
+// activation reserve), for `tokens` scheduled tokens, `sampled_rows` rows sampled and contexts up
+// to `max_context`, in compute dtype `dtype`: the largest of one layer's transient tensors on top
+// of the residual streams and the step's logits. Counted from the forward's shapes:
+//  - residual streams [T, hc, D] float32 mixing, four live copies (in, out, mixed, expanded);
+//  - attention: q [T, H, d] in three forms (projected, rotated, output) and its group tile
+//    (attention_group.h: 256 queries x H x (W + max(top-k, context / m_HCA)) scores, float32
+//    and the softmax copy), or the indexer's tile (256 queries x index heads x context / m_CSA
+//    in the model dtype plus two float32 copies), whichever is larger;
+//  - MoE: per (token, expert) pair the gathered row, its float32 partial and contribution [D]
+//    and the gate/up/activation rows [3I];
+//  - logits, Gumbel noise and scores [S, V] float32.
+// An estimate from shapes, not a measurement: `deepinfer bench` prints the allocator's peak
+// beside it.
+int64_t step_workspace_bytes(const ModelConfig& config, at::ScalarType dtype, int64_t tokens, int64_t sampled_rows, int64_t max_context);
+
 }  // namespace deepinfer::model

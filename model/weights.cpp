@@ -107,4 +107,26 @@ void ModelWeights::check_complete(const WeightFormat& format) const {
   }
 }
 
+int64_t ModelWeights::held_bytes(const std::vector<WeightSpec>& specs, at::ScalarType dtype) {
+  const auto numel = [](const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (const int64_t d : shape) n *= d;
+    return n;
+  };
+  const int64_t compute = static_cast<int64_t>(c10::elementSize(dtype));
+  int64_t total = 0;
+  for (const WeightSpec& spec : specs) {
+    switch (spec.kind) {
+      case WeightKind::kDense:
+      case WeightKind::kFp8Weight: total += numel(spec.logical_shape) * compute; break;
+      case WeightKind::kFloat32: total += numel(spec.logical_shape) * 4; break;
+      case WeightKind::kInt64: total += numel(spec.logical_shape) * 8; break;
+      case WeightKind::kFp8Scale: break;  // folded into the dequantized weight
+      case WeightKind::kFp4Weight:
+      case WeightKind::kFp4Scale: total += numel(spec.shape); break;  // one byte per stored element
+    }
+  }
+  return total;
+}
+
 }  // namespace deepinfer::model

@@ -58,6 +58,11 @@ class ModelWeights final {
   // in-memory form (shape and dtype as described above); throws naming the tensor.
   void check_complete(const WeightFormat& format) const;
 
+  // Bytes `specs` take in the in-memory form above with compute dtype `dtype` (FP8 linears
+  // dequantized, packed FP4 experts and their scales as stored): the weights' share of a memory
+  // plan, known before anything is loaded.
+  static int64_t held_bytes(const std::vector<WeightSpec>& specs, at::ScalarType dtype);
+
  private:
   Options options_;
   std::map<std::string, at::Tensor, std::less<>> tensors_;

@@ -13,6 +13,29 @@
 
 namespace deepinfer::pipeline {
 
+namespace {
+
+bool is_random(const std::string& spec) { return spec.rfind("random:", 0) == 0; }
+
+}  // namespace
+
+ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank, int world_size) {
+  ModelLayout layout;
+  if (is_random(spec)) {
+    const std::string config_path = spec.substr(7);
+    const std::string config_text = io::read_file(config_path);
+    layout.config = model::parse_model_config(config_text, config_path);
+    layout.format = model::announced_format(config_text, dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32);
+  } else {
+    layout.config = model::load_model_config(spec);
+    const io::Checkpoint checkpoint = io::Checkpoint::open(spec);
+    layout.format = model::detect_format(checkpoint, layout.config, model::detect_spelling(checkpoint),
+                                         model::expert_range_for_rank(layout.config.n_routed_experts, rank, world_size));
+  }
+  layout.experts = model::expert_range_for_rank(layout.config.n_routed_experts, rank, world_size);
+  return layout;
+}
+
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
                               int world_size) {
   ModelSource source;
@@ -21,7 +44,7 @@ ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at:
     return model::expert_range_for_rank(config.n_routed_experts, rank, world_size);
   };
   io::JsonWriter w;
-  if (spec.rfind("random:", 0) == 0) {
+  if (is_random(spec)) {
     const std::string config_path = spec.substr(7);
     const std::string config_text = io::read_file(config_path);
     const model::ModelConfig config = model::parse_model_config(config_text, config_path);

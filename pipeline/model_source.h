@@ -10,6 +10,8 @@
 #include <string>
 
 #include "io/tokenizer.h"
+#include "model/model_config.h"
+#include "model/weight_specs.h"
 #include "model/weights.h"
 
 namespace deepinfer::pipeline {
@@ -26,6 +28,16 @@ struct ModelSource {
 // random: follows the storage format the config announces ("expert_dtype": "fp4" -> packed FP4
 // routed experts; "quantization_config" fp8 -> FP8-rounded linears), as a checkpoint would,
 // and draws on the device (random_weights.h).
+// What load_model_source(spec, ...) would hold on `rank`, known without loading a tensor (the
+// config, the storage format announced by a random: config or found in the checkpoint's
+// headers, the routed experts held): for the memory plan.
+struct ModelLayout {
+  model::ModelConfig config;
+  model::WeightFormat format;
+  model::ExpertRange experts;  // held by `rank`
+};
+ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank = 0, int world_size = 1);
+
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank = 0,
                               int world_size = 1);
 

@@ -2,6 +2,7 @@
 #include "engine/cuda/kernels.h"
 
 #include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -25,6 +26,25 @@ at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size) {
       cuda::gumbel_noise(k.data_ptr<int64_t>(), k.size(0), vocab_size, out.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
   TORCH_CHECK(error == cudaSuccess, "gumbel_noise: ", cudaGetErrorString(error));
   return out;
+}
+
+DeviceMemory device_memory(at::Device device) {
+  TORCH_CHECK(device.is_cuda(), "cuda::device_memory: ", device, " is not a CUDA device");
+  const c10::cuda::CUDAGuard guard(device);
+  size_t free = 0, total = 0;
+  const cudaError_t error = cudaMemGetInfo(&free, &total);
+  TORCH_CHECK(error == cudaSuccess, "cudaMemGetInfo on ", device, ": ", cudaGetErrorString(error));
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+  constexpr size_t kAll = 0;  // StatType::AGGREGATE
+  return {.free = static_cast<int64_t>(free),
+          .total = static_cast<int64_t>(total),
+          .peak_allocated = stats.allocated_bytes[kAll].peak,
+          .peak_reserved = stats.reserved_bytes[kAll].peak};
+}
+
+void reset_peak_memory(at::Device device) {
+  TORCH_CHECK(device.is_cuda(), "cuda::reset_peak_memory: ", device, " is not a CUDA device");
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
 }
 
 struct EventTimeline::Impl {

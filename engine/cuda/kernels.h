@@ -16,6 +16,17 @@ namespace deepinfer::engine::cuda {
 bool gumbel_noise_supported(const at::Tensor& keys);
 at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size);
 
+// A CUDA device's memory: free and total as the driver reports them (cudaMemGetInfo), and the
+// peak of LibTorch's caching allocator since the process started (or reset_peak_memory()).
+struct DeviceMemory {
+  int64_t free = 0;
+  int64_t total = 0;
+  int64_t peak_allocated = 0;
+  int64_t peak_reserved = 0;
+};
+DeviceMemory device_memory(at::Device device);
+void reset_peak_memory(at::Device device);
+
 // Events on the current CUDA stream of a device, for timing parts of a step without a host sync
 // per part (engine/part_timer.h). record() enqueues an event and returns its index;
 // elapsed_ms(a, b) waits for event b and returns the GPU time from a to b; clear() forgets them

@@ -9,6 +9,11 @@ at::Tensor gumbel_noise(const at::Tensor&, int64_t) {
   TORCH_CHECK(false, "cuda::gumbel_noise needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
 }
 
+DeviceMemory device_memory(at::Device device) {
+  TORCH_CHECK(false, "cuda::device_memory on ", device, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
+}
+void reset_peak_memory(at::Device) {}
+
 struct EventTimeline::Impl {};
 
 EventTimeline::EventTimeline(at::Device device) {

@@ -7,6 +7,7 @@
 #   tests/gpu/run_gpu_checks.sh build bench peer                 # benchmarks (bench = bench_tiny bench_slice)
 #   tests/gpu/run_gpu_checks.sh build breakdown context          # step breakdown; slice decode at 4K/32K/128K
 #   tests/gpu/run_gpu_checks.sh build nccl nccl_fail             # 2 GPUs (nvidia-h200-x2)
+#   tests/gpu/run_gpu_checks.sh build_bench memory long_bench    # memory plan refusal; bench at 4K/32K/128K
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -34,6 +35,18 @@ for s in "$@"; do
   case $s in
     build)
       stage build 420 "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16" ;;
+    build_bench)
+      # Only what the benchmark stages run (a few minutes instead of the full build).
+      stage build_bench 420 "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target deepinfer forward_bench pipeline_tests" ;;
+    memory)
+      # The memory plan: the full V4-Flash shape is refused on one GPU, with its advice (exit 2).
+      stage memory_refusal 120 "$build/bin/deepinfer bench --model random:configs/models/v4-flash.json --num-prompts 1 --input-len 16:16 --output-len 4:4; test \$? -eq 2" ;;
+    long_bench)
+      # bench --input-len at 4K, 32K and 128K on v4-flash-slice: LEN:PROMPTS, 64 output tokens each.
+      for spec in ${DEEPINFER_LONG_BENCH:-4096:64 32768:16 131072:2}; do
+        len=${spec%%:*} n=${spec##*:}
+        stage long_bench_$len ${DEEPINFER_LONG_LIMIT:-240} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts $n --input-len $len:$len --output-len 64:64 --max-num-seqs $n --num-blocks 8192 --max-num-batched-tokens 8192 --max-model-len $((len + 128)) --warmup-prompts 1 --breakdown --json $LOGS/long_bench_$len.json"
+      done ;;
     tests)
       # What the GPU adds: the CUDA tests, and the suites that touch files through the CUDA
       # LibTorch (the CPU-only rest runs in CI; on 16 cores with every test threaded it is slow).
