@@ -64,7 +64,8 @@ class DecodeCost final {
 //    in the model dtype plus two float32 copies), whichever is larger;
 //  - MoE: per (token, expert) pair the gathered row, its float32 partial and contribution [D]
 //    and the gate/up/activation rows [3I];
-//  - logits, Gumbel noise and scores [S, V] float32.
+//  - logits, Gumbel noise and scores [S, V] float32;
+// plus 25% for what else is alive and the allocator's rounding (measured, step_cost.cpp).
 // An estimate from shapes, not a measurement: `deepinfer bench` prints the allocator's peak
 // beside it.
 int64_t step_workspace_bytes(const ModelConfig& config, at::ScalarType dtype, int64_t tokens, int64_t sampled_rows, int64_t max_context);
