@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "model/attention_group.h"
+#include "model/cuda/kernels.h"
 #include "model/hyper_connection.h"
 #include "model/moe.h"
 #include "model/moe_grouped.h"
@@ -57,6 +58,10 @@ at::Tensor Arithmetic::index_scores(const at::Tensor& index_q, const at::Tensor&
 at::Tensor Arithmetic::attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
                               const AttentionOptions& options) const {
   return attend_tiled(*this, layer, group, keys, queries, options);
+}
+
+bool Arithmetic::attends_in_place(const at::Tensor& q, const at::Tensor& window) const {
+  return cuda::sparse_attention_supported(q, window);
 }
 
 }  // namespace deepinfer::model

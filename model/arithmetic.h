@@ -70,6 +70,11 @@ class Arithmetic {
   // options.query_tile bounds the queries attended at once where the implementation tiles.
   virtual at::Tensor attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
                             const AttentionOptions& options) const;
+  // Whether attention with queries `q` [T, H, d] over the rings `window` reads the paged state in
+  // place (attention_group.h attend_paged: the CUDA kernel model/cuda/sparse_attention.h, one
+  // float32 online softmax and one rounding of the output) instead of attend() over gathered
+  // keys. Official: wherever the kernel runs (bfloat16 on CUDA); the CPU keeps attend().
+  virtual bool attends_in_place(const at::Tensor& q, const at::Tensor& window) const;
 
  protected:
   Arithmetic() = default;

@@ -3,6 +3,7 @@
 #include "model/arithmetic.h"
 #include "model/attention_group.h"
 #include "model/compressor.h"
+#include "model/cuda/kernels.h"
 
 namespace deepinfer::model {
 namespace {
@@ -50,6 +51,43 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
   return out;
 }
 
+// The group's attention read in place from the paged state (model/cuda/kernels.h
+// sparse_attention), into out's rows of the group. CSA: the indexer picks per query tile
+// (index_topk, as attend_tiled), -1 where the pick is not visible.
+void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const SequenceGroup& group, const Projected& proj,
+                  const LayerCache& cache, const GroupQueries& queries, int64_t E, const AttentionOptions& options, at::Tensor& out) {
+  const int64_t B = group.num_seqs, L = group.len;
+  cuda::PagedAttention in{.q = proj.q.contiguous(),
+                          .kv = proj.kv.contiguous(),
+                          .window = cache.window,
+                          .entries = cache.compressed,
+                          .query_rows = group.rows,
+                          .start = group.start,
+                          .slots = group.slots,
+                          .block_tables = group.block_tables.contiguous(),
+                          .picks = {},
+                          .sink = info.sink,
+                          .len = L,
+                          .ratio = info.ratio};
+  if (info.csa && E > 0) {
+    GroupKeys keys;
+    keys.index_keys = gather_paged(cache.index_keys, group, info.ratio, E).to(proj.q.scalar_type());
+    std::vector<at::Tensor> picks;
+    enter(options.hooks, ForwardPart::kIndexer, info.index);
+    for (int64_t l0 = 0; l0 < L; l0 += options.query_tile) {
+      const int64_t lt = std::min(options.query_tile, L - l0);
+      const at::Tensor pos = group.positions.narrow(1, l0, lt);
+      const at::Tensor visible = at::arange(E, pos.options()) < at::div(pos + 1, info.ratio, "floor").unsqueeze(-1);  // [B, lt, E]
+      auto [picked, real] = index_topk(arith, info, keys, queries.index_q.narrow(1, l0, lt).contiguous(),
+                                       queries.index_w.narrow(1, l0, lt).contiguous(), visible);
+      picks.push_back(at::where(real, picked, at::full({}, -1, picked.options())));
+    }
+    enter(options.hooks, ForwardPart::kAttnCore, info.index);
+    in.picks = at::cat(picks, 1).reshape({B * L, -1}).contiguous();
+  }
+  cuda::sparse_attention(in, out);
+}
+
 }  // namespace
 
 at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const ForwardBatch& batch,
@@ -84,26 +122,31 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
       }
     }
     enter(hooks, ForwardPart::kAttnCore, layer);
-    GroupKeys keys;
-    const at::Tensor kv = proj.kv.index_select(0, group.rows).view({B, L, d});
-    keys.window_pool = at::cat({cache.window.index_select(0, group.slots).to(x.scalar_type()), kv}, 1);
-    // Ring update: the run's last min(L, W) rows, position t at row t % W.
-    const int64_t kept = std::min(L, W);
-    const at::Tensor kept_pos = group.positions.narrow(1, L - kept, kept);
-    cache.window.index_put_({group.slots.unsqueeze(1).expand({B, kept}), at::remainder(kept_pos, W)},
-                            kv.narrow(1, L - kept, kept).to(cache.window.scalar_type()));
     const int64_t E = info.ratio > 0 ? group.max_end / info.ratio : 0;
-    if (E > 0) {
-      keys.entries = gather_paged(cache.compressed, group, info.ratio, E).to(x.scalar_type());
-      if (info.csa) keys.index_keys = gather_paged(cache.index_keys, group, info.ratio, E).to(x.scalar_type());
-    }
     GroupQueries queries;
-    queries.q = proj.q.index_select(0, group.rows).view({B, L, H, d});
     if (info.csa) {
       queries.index_q = proj.index_q.index_select(0, group.rows).view({B, L, c.index_n_heads, c.index_head_dim});
       queries.index_w = proj.index_w.index_select(0, group.rows).view({B, L, c.index_n_heads});
     }
-    out.index_copy_(0, group.rows, arith.attend(info, group, keys, queries, options).reshape({B * L, H, d}));
+    if (arith.attends_in_place(proj.q, cache.window)) {
+      attend_paged(arith, info, group, proj, cache, queries, E, options, out);
+    } else {
+      GroupKeys keys;
+      keys.window_pool =
+          at::cat({cache.window.index_select(0, group.slots).to(x.scalar_type()), proj.kv.index_select(0, group.rows).view({B, L, d})}, 1);
+      if (E > 0) {
+        keys.entries = gather_paged(cache.compressed, group, info.ratio, E).to(x.scalar_type());
+        if (info.csa) keys.index_keys = gather_paged(cache.index_keys, group, info.ratio, E).to(x.scalar_type());
+      }
+      queries.q = proj.q.index_select(0, group.rows).view({B, L, H, d});
+      out.index_copy_(0, group.rows, arith.attend(info, group, keys, queries, options).reshape({B * L, H, d}));
+    }
+    // Ring update, after the attention read the ring as it was: the run's last min(L, W) rows,
+    // position t at row t % W.
+    const int64_t kept = std::min(L, W);
+    const at::Tensor kept_pos = group.positions.narrow(1, L - kept, kept);
+    const at::Tensor kv = proj.kv.index_select(0, group.rows.view({B, L}).narrow(1, L - kept, kept).reshape(-1)).view({B, kept, d});
+    cache.window.index_put_({group.slots.unsqueeze(1).expand({B, kept}), at::remainder(kept_pos, W)}, kv.to(cache.window.scalar_type()));
   }
   // De-rotate by the query position, then the grouped low-rank output projection.
   enter(hooks, ForwardPart::kAttnProjection, layer);

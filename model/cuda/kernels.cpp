@@ -5,10 +5,12 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <cmath>
 #include <string>
 
 #include "model/cuda/fp4_dequant.h"
 #include "model/cuda/sinkhorn.h"
+#include "model/cuda/sparse_attention.h"
 #include "model/quant.h"
 
 namespace deepinfer::model::cuda {
@@ -75,6 +77,60 @@ void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_
                             reinterpret_cast<const uint64_t*>(scale_table.data_ptr<int64_t>()), active.data_ptr<int64_t>(), count,
                             out.size(1), out.size(2), reinterpret_cast<uint16_t*>(out.data_ptr()), stream_of(out)),
         "dequant_fp4_to_bf16");
+}
+
+bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window) {
+  const int64_t d = q.dim() == 3 ? q.size(2) : 0;
+  return q.is_cuda() && q.scalar_type() == at::kBFloat16 && window.scalar_type() == at::kBFloat16 && window.dim() == 3 &&
+         window.size(2) == d && (d == 64 || d == 128 || d == 256 || d == 512);
+}
+
+void sparse_attention(const PagedAttention& in, at::Tensor& out) {
+  TORCH_CHECK(sparse_attention_supported(in.q, in.window),
+              "cuda::sparse_attention: bfloat16 CUDA q [T, H, D] and window [slots, W, D] with D "
+              "in {64, 128, 256, 512} expected, got ",
+              in.q.scalar_type(), " ", in.q.sizes(), " and ", in.window.scalar_type(), " ", in.window.sizes());
+  const int64_t T = in.q.size(0), H = in.q.size(1), D = in.q.size(2), B = in.start.numel();
+  const auto is = [](const at::Tensor& t, at::ScalarType type) {
+    return t.defined() && t.scalar_type() == type && t.is_contiguous() && t.is_cuda();
+  };
+  TORCH_CHECK(is(in.q, at::kBFloat16) && is(in.kv, at::kBFloat16) && is(in.window, at::kBFloat16) && is(out, at::kBFloat16) &&
+                  in.kv.sizes() == at::IntArrayRef({T, D}) && out.sizes() == in.q.sizes(),
+              "cuda::sparse_attention: contiguous q [T, H, D], kv [T, D], out like q expected, got ", in.q.sizes(), ", ", in.kv.sizes(),
+              ", ", out.sizes());
+  TORCH_CHECK(is(in.query_rows, at::kLong) && is(in.start, at::kLong) && is(in.slots, at::kLong) && is(in.block_tables, at::kLong) &&
+                  in.query_rows.numel() == B * in.len && in.slots.numel() == B && in.block_tables.dim() == 2 &&
+                  in.block_tables.size(0) == B,
+              "cuda::sparse_attention: int64 query_rows [B L], start [B], slots [B], block_tables [B, n] expected");
+  TORCH_CHECK(is(in.sink, at::kFloat) && in.sink.numel() == H, "cuda::sparse_attention: float32 sink [", H, "] expected");
+  TORCH_CHECK(in.ratio == 0 || (is(in.entries, at::kBFloat16) && in.entries.dim() == 3 && in.entries.size(1) * in.ratio == 128 &&
+                                in.entries.size(2) == D),
+              "cuda::sparse_attention: entries [blocks, 128 / ", in.ratio, ", ", D, "] bfloat16 expected");
+  TORCH_CHECK(!in.picks.defined() || (is(in.picks, at::kLong) && in.picks.dim() == 2 && in.picks.size(0) == B * in.len),
+              "cuda::sparse_attention: int64 picks [B L, k] expected");
+  SparseAttentionArgs a;
+  a.q = reinterpret_cast<const __nv_bfloat16*>(in.q.data_ptr());
+  a.kv = reinterpret_cast<const __nv_bfloat16*>(in.kv.data_ptr());
+  a.ring = reinterpret_cast<const __nv_bfloat16*>(in.window.data_ptr());
+  a.entries = in.ratio > 0 ? reinterpret_cast<const __nv_bfloat16*>(in.entries.data_ptr()) : nullptr;
+  a.query_rows = in.query_rows.data_ptr<int64_t>();
+  a.start = in.start.data_ptr<int64_t>();
+  a.slots = in.slots.data_ptr<int64_t>();
+  a.block_tables = in.block_tables.data_ptr<int64_t>();
+  a.picks = in.picks.defined() ? in.picks.data_ptr<int64_t>() : nullptr;
+  a.sink = in.sink.data_ptr<float>();
+  a.out = reinterpret_cast<__nv_bfloat16*>(out.data_ptr());
+  a.num_seqs = B;
+  a.len = in.len;
+  a.block_stride = in.block_tables.size(1);
+  a.num_picks = in.picks.defined() ? in.picks.size(1) : 0;
+  a.heads = static_cast<int>(H);
+  a.head_dim = static_cast<int>(D);
+  a.window = static_cast<int>(in.window.size(1));
+  a.ratio = static_cast<int>(in.ratio);
+  a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const c10::cuda::CUDAGuard guard(in.q.device());
+  check(model::cuda::sparse_attention(a, stream_of(in.q)), "sparse_attention");
 }
 
 at::Generator make_generator(uint64_t seed, at::Device device) {

@@ -29,6 +29,21 @@ at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale);  // -
 // scale_table int64 [count] device pointers, active int64 [count] (0: matrix m skipped).
 void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_table, const at::Tensor& active, at::Tensor& out);
 
+// DeepSeek-V4's attention core read in place from the paged state (sparse_attention.h): for
+// one SequenceGroup (B sequences of L queries), q [T, H, D] and kv [T, D] the step's rows,
+// window [slots, W, D] the rings as before the step (bfloat16, CUDA, contiguous,
+// D in {64, 128, 256, 512}); entries [blocks, 128 / ratio, D] (ratio > 0); query_rows [B L],
+// start [B], slots [B], block_tables [B, max_blocks] int64; picks [B L, k] int64 (CSA: entry
+// ids, -1 for none) or undefined (HCA: every visible entry); sink [H] float32. Writes
+// out[query_rows] of out [T, H, D].
+struct PagedAttention {
+  at::Tensor q, kv, window, entries, query_rows, start, slots, block_tables, picks, sink;
+  int64_t len = 0;    // L
+  int64_t ratio = 0;  // m, 0: window only
+};
+bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window);
+void sparse_attention(const PagedAttention& in, at::Tensor& out);
+
 // A random generator on a CUDA device (the GPU's Philox), seeded.
 at::Generator make_generator(uint64_t seed, at::Device device);
 

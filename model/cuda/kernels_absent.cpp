@@ -15,6 +15,8 @@ at::Tensor sinkhorn(const at::Tensor&, int64_t, double) { absent("cuda::sinkhorn
 bool dequant_fp4_supported(const at::Tensor&, const at::Tensor&, int64_t, at::ScalarType) { return false; }
 at::Tensor dequant_fp4(const at::Tensor&, const at::Tensor&) { absent("cuda::dequant_fp4"); }
 void dequant_fp4_tables(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&) { absent("cuda::dequant_fp4_tables"); }
+bool sparse_attention_supported(const at::Tensor&, const at::Tensor&) { return false; }
+void sparse_attention(const PagedAttention&, at::Tensor&) { absent("cuda::sparse_attention"); }
 at::Generator make_generator(uint64_t, at::Device) { absent("cuda::make_generator"); }
 
 }  // namespace deepinfer::model::cuda

@@ -35,6 +35,8 @@ class TransformersArithmetic final : public Arithmetic {
   at::Tensor index_scores(const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& index_keys) const override;
   at::Tensor attend(const AttentionLayer& layer, const SequenceGroup& group, const GroupKeys& keys, const GroupQueries& queries,
                     const AttentionOptions& options) const override;
+  // transformers attends over gathered keys, as attend() computes it.
+  bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
 };
 
 const Arithmetic& transformers_arithmetic();

@@ -3,7 +3,7 @@
 //
 //   forward_bench --config configs/models/tiny.json [--device cuda|cpu] [--batch 64]
 //                 [--context 512] [--iters 20] [--warmup 3] [--prefill-chunk 8192]
-//                 [--breakdown 1] [--hbm-tbps 4.3] [--tflops 790]
+//                 [--breakdown 1] [--hbm-tbps 4.3] [--tflops 790] [--attention gathered|paged]
 //
 // Random weights (random_weights.h, in the storage format the config announces as random: does,
 // bfloat16 on CUDA, float32 on the CPU); sequence 0 is prefilled with --context random tokens in
@@ -30,6 +30,7 @@
 
 #include "engine/part_timer.h"
 #include "io/durable_file.h"
+#include "model/arithmetic.h"
 #include "model/deepseek_v4_model.h"
 #include "model/model_config.h"
 #include "model/random_weights.h"
@@ -38,6 +39,12 @@
 
 namespace deepinfer::bench {
 namespace {
+
+// The official arithmetic with attention over gathered keys everywhere (--attention gathered).
+class GatheredAttention final : public model::Arithmetic {
+ public:
+  bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+};
 
 struct Args {
   std::string config;
@@ -48,6 +55,7 @@ struct Args {
   int warmup = 3;
   int64_t prefill_chunk = 8192;
   bool breakdown = false;
+  bool gathered = false;  // --attention gathered: attention over gathered keys (the ATen path), not in place
   double bytes_per_s = 4.3e12;
   double flops_per_s = 790e12;
 };
@@ -79,6 +87,8 @@ Args parse(int argc, char** argv) {
       a.warmup = std::stoi(value);
     else if (key == "--prefill-chunk")
       a.prefill_chunk = std::stoll(value);
+    else if (key == "--attention")
+      a.gathered = value == "gathered";
     else if (key == "--breakdown")
       a.breakdown = value != "0";
     else if (key == "--hbm-tbps")
@@ -265,6 +275,14 @@ int run(const Args& a) {
   s.comm = std::make_unique<model::SingleRankCommunicator>();
   model::DeepseekV4Model::Options options;
   if (a.breakdown) options.clock = s.timer.get();
+  static const GatheredAttention gathered;
+  if (a.gathered) options.arithmetic = &gathered;
+  std::printf("attention: %s\n",
+              a.gathered || !model::Arithmetic::official().attends_in_place(
+                                at::empty({1, s.config.num_heads, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)),
+                                at::empty({1, s.config.sliding_window, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)))
+                  ? "over gathered keys (ATen)"
+                  : "in place (model/cuda/sparse_attention.cu)");
   s.model = std::make_unique<model::DeepseekV4Model>(*s.weights, *s.comm, options);
   s.prefill();
   for (int64_t batch : a.batches) {

@@ -59,7 +59,8 @@ inline DeepseekV4Model::Options model_options(const Arithmetic& arithmetic = Ari
 inline int64_t blocks_for(int64_t tokens) { return (tokens + kBlockTokens - 1) / kBlockTokens; }
 
 // Every sequence as one chunk from position 0 -> per-sequence logits [len, vocab].
-inline std::vector<at::Tensor> run_one_shot(const DeepseekV4Model& model, const std::vector<SeqPlan>& plans, ModelCache& cache) {
+inline std::vector<at::Tensor> run_one_shot(const DeepseekV4Model& model, const std::vector<SeqPlan>& plans, ModelCache& cache,
+                                            at::Device device = at::kCPU) {
   BatchInput input;
   int64_t rows = 0;
   for (const SeqPlan& plan : plans) {
@@ -69,7 +70,7 @@ inline std::vector<at::Tensor> run_one_shot(const DeepseekV4Model& model, const 
     input.state_slots.push_back(plan.slot);
     for (size_t i = 0; i < plan.tokens.size(); ++i) input.sample_rows.push_back(rows++);
   }
-  const at::Tensor logits = model.forward(ForwardBatch::build(input, at::kCPU), cache);
+  const at::Tensor logits = model.forward(ForwardBatch::build(input, device), cache).cpu();
   std::vector<at::Tensor> out;
   int64_t offset = 0;
   for (const SeqPlan& plan : plans) {
@@ -83,7 +84,7 @@ inline std::vector<at::Tensor> run_one_shot(const DeepseekV4Model& model, const 
 // Steps all sequences together: each step takes every unfinished sequence's next prefill chunk
 // (or one decode token), so batches mix prefill chunks and decode steps.
 inline std::vector<at::Tensor> run_incremental(const DeepseekV4Model& model, const std::vector<SeqPlan>& plans, ModelCache& cache,
-                                               int64_t* steps = nullptr) {
+                                               int64_t* steps = nullptr, at::Device device = at::kCPU) {
   const int64_t vocab = model.config().vocab_size;
   std::vector<at::Tensor> out;
   std::vector<int64_t> cursor(plans.size(), 0), chunk(plans.size(), 0);
@@ -107,7 +108,7 @@ inline std::vector<at::Tensor> run_incremental(const DeepseekV4Model& model, con
       members.push_back(s);
     }
     if (members.empty()) break;
-    const at::Tensor logits = model.forward(ForwardBatch::build(input, at::kCPU), cache);
+    const at::Tensor logits = model.forward(ForwardBatch::build(input, device), cache).cpu();
     int64_t offset = 0;
     for (size_t i = 0; i < members.size(); ++i) {
       const size_t s = members[i];

@@ -1,0 +1,51 @@
+#pragma once
+// DeepSeek-V4 attention core read in place from the paged state (model/attention_group.h is
+// the ATen reference): for each query row at position t of a run that starts at position s,
+// the keys are
+//   - the window, positions max(0, t-W+1)..t: from the state slot's ring (row p % W) for p < s,
+//     from the step's new KV rows for p >= s;
+//   - the compressed entries through the block table (entry w of ratio m lives in block
+//     table[w m / 128], row w % (128 / m)): all w < (t+1)/m (HCA), or the indexer's picks (CSA,
+//     -1 for none);
+// V = K, one KV head shared by all heads (MQA), the per-head sink in the softmax denominator.
+// Plain CUDA, no torch types: bfloat16 in and out, float32 softmax and accumulation, bf16
+// tensor-core MMA (mma.sync m16n8k16). One thread block per (query row, 16 heads): the keys
+// stream through shared memory in tiles of 64 in a fixed order with an online softmax, so a
+// row's result depends on its own keys only, never on the batch (batch-invariant by
+// construction).
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace deepinfer::model::cuda {
+
+struct SparseAttentionArgs {
+  const __nv_bfloat16* q = nullptr;        // [rows, H, D]: the step's query rows
+  const __nv_bfloat16* kv = nullptr;       // [rows, D]: the step's new KV rows
+  const __nv_bfloat16* ring = nullptr;     // [num_slots, W, D]: each slot's window ring (as before the step)
+  const __nv_bfloat16* entries = nullptr;  // [num_blocks, 128 / ratio, D] compressed entries; null when ratio == 0
+  const int64_t* query_rows = nullptr;     // [B * L] the flat rows (of q, kv and out) of each sequence's L queries
+  const int64_t* start = nullptr;          // [B] position of each run's first query
+  const int64_t* slots = nullptr;          // [B] state slots
+  const int64_t* block_tables = nullptr;   // [B, block_stride] block ids
+  const int64_t* picks = nullptr;          // [B * L, num_picks] CSA entry ids or -1; null for HCA (all visible entries)
+  const float* sink = nullptr;             // [H]
+  __nv_bfloat16* out = nullptr;            // [rows, H, D]: written at query_rows
+  int64_t num_seqs = 0;                    // B
+  int64_t len = 0;                         // L queries per sequence
+  int64_t block_stride = 0;
+  int64_t num_picks = 0;
+  int heads = 0;       // H
+  int head_dim = 0;    // D: 64, 128, 256 or 512
+  int window = 0;      // W
+  int ratio = 0;       // m: 0 (window only) or a divisor of 128
+  float scale = 0.0f;  // softmax scale (1 / sqrt(D))
+};
+
+// cudaErrorInvalidValue for an unsupported head_dim or ratio or a null pointer it needs; else
+// the launch's error.
+cudaError_t sparse_attention(const SparseAttentionArgs& args, cudaStream_t stream);
+
+}  // namespace deepinfer::model::cuda
