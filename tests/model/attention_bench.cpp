@@ -70,7 +70,8 @@ int run(int argc, char** argv) {
   const double median = ms[ms.size() / 2];
   const double gbps = bytes / median / 1e6, achieved_tflops = flops / median / 1e9;
   std::printf(
-      "attention_bench: H200 %s layer, batch %ld decode queries at context %ld, H %ld, D %ld, %.0f keys per query, bfloat16, %zu input "
+      "attention_bench: H200 %s layer, batch %ld decode queries at context %ld, H %ld, D %ld, %.0f keys per query, "
+      "bfloat16, %zu input "
       "sets (%.0f MB each) rotated, %ld iterations after a warm-up: median %.4f ms (min %.4f); %.1f MB read+written -> %.0f GB/s = %.1f%% "
       "of %.2f TB/s; %.2f TFLOP/s = %.1f%% of %.0f; repeatable bit for bit: %s\n",
       layer.c_str(), long(batch), long(context), long(shape.heads), long(shape.dim), keys / batch, sets.size(), set_bytes / 1e6,

@@ -163,10 +163,11 @@ TEST(SparseAttentionCuda, ForwardMatchesGatheredAttention) {
       "%.3g / %.3g / %.3g; kernel chunked vs one-shot %.3g / %.3g / %.3g; gathered chunked vs one-shot %.3g / %.3g / %.3g\n",
       scale, vs_aten[0], vs_aten[1], vs_aten[2], vs_one_shot[0], vs_one_shot[1], vs_one_shot[2], aten_chunking[0], aten_chunking[1],
       aten_chunking[2]);
-  EXPECT_LT(vs_aten[0], 0.02 * scale);
-  EXPECT_LT(vs_aten[1], 0.05 * scale);
-  EXPECT_LT(vs_one_shot[0], 0.02 * scale);
-  EXPECT_LT(vs_one_shot[1], 0.05 * scale);
+  // Within a few times what chunking moves in the gathered path (floors for when that is ~0).
+  EXPECT_LT(vs_aten[0], std::max(3 * aten_chunking[0], 0.01 * scale));
+  EXPECT_LT(vs_aten[1], std::max(3 * aten_chunking[1], 0.03 * scale));
+  EXPECT_LT(vs_one_shot[0], std::max(3 * aten_chunking[0], 0.01 * scale));
+  EXPECT_LT(vs_one_shot[1], std::max(3 * aten_chunking[1], 0.03 * scale));
   for (const auto& logits : with_kernel) EXPECT_TRUE(logits.isfinite().all().item<bool>());
 }
 
