@@ -77,9 +77,11 @@ at::Tensor window_pool_rows(const at::Tensor& key_pos, const at::Tensor& start, 
 
 std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const AttentionLayer& layer, const GroupKeys& keys,
                                              const at::Tensor& index_q, const at::Tensor& index_w, const at::Tensor& visible) {
-  const int64_t E = keys.index_keys.size(1);
-  const at::Tensor scores = arith.index_scores(index_q, index_w, keys.index_keys).masked_fill(~visible, kNegInf);  // [B, lt, E]
-  auto [top, picked] = scores.topk(std::min(layer.topk, E), /*dim=*/-1);                                           // [B, lt, k]
+  return top_entries(arith.index_scores(index_q, index_w, keys.index_keys).masked_fill(~visible, kNegInf), layer.topk);  // [B, lt, E]
+}
+
+std::pair<at::Tensor, at::Tensor> top_entries(const at::Tensor& scores, int64_t k) {
+  auto [top, picked] = scores.topk(std::min(k, scores.size(-1)), /*dim=*/-1);  // [B, lt, k]
   return {picked, top != kNegInf};
 }
 

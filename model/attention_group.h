@@ -60,6 +60,10 @@ at::Tensor gather_rows(const at::Tensor& pool, const at::Tensor& index);
 // at `start` (broadcastable to key_pos): positions before the run come from the ring (row k % W).
 at::Tensor window_pool_rows(const at::Tensor& key_pos, const at::Tensor& start, int64_t window, int64_t len);
 
+// The top min(k, E) of scores [B, lt, E] (-inf where not visible) -> (picks [B, lt, k] int64,
+// real [B, lt, k]: a visible entry), by at::topk.
+std::pair<at::Tensor, at::Tensor> top_entries(const at::Tensor& scores, int64_t k);
+
 // CSA's pick: the indexer's scores (arith.index_scores) masked to `visible` [B, lt, E], then
 // at::topk -> (picks [B, lt, k] int64, real [B, lt, k]: a visible entry).
 std::pair<at::Tensor, at::Tensor> index_topk(const Arithmetic& arith, const AttentionLayer& layer, const GroupKeys& keys,

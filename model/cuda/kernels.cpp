@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/cuda/fp4_dequant.h"
+#include "model/cuda/index_scores.h"
 #include "model/cuda/sinkhorn.h"
 #include "model/cuda/sparse_attention.h"
 #include "model/quant.h"
@@ -131,6 +132,48 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const c10::cuda::CUDAGuard guard(in.q.device());
   check(model::cuda::sparse_attention(a, stream_of(in.q)), "sparse_attention");
+}
+
+bool index_scores_supported(const at::Tensor& q, const at::Tensor& keys) {
+  const int64_t d = q.dim() == 4 ? q.size(3) : 0;
+  return q.is_cuda() && q.scalar_type() == at::kBFloat16 && keys.scalar_type() == at::kBFloat16 && keys.dim() == 3 && keys.size(2) == d &&
+         q.size(2) <= 64 && (d == 32 || d == 64 || d == 128);
+}
+
+at::Tensor index_scores(const PagedIndexScores& in) {
+  TORCH_CHECK(index_scores_supported(in.q, in.keys),
+              "cuda::index_scores: bfloat16 CUDA q [B, L, H <= 64, D] and keys [blocks, n, D] with D "
+              "in {32, 64, 128} expected, got ",
+              in.q.scalar_type(), " ", in.q.sizes(), " and ", in.keys.scalar_type(), " ", in.keys.sizes());
+  const int64_t B = in.q.size(0), L = in.q.size(1), H = in.q.size(2);
+  const auto is = [](const at::Tensor& t, at::ScalarType type) {
+    return t.defined() && t.scalar_type() == type && t.is_contiguous() && t.is_cuda();
+  };
+  TORCH_CHECK(is(in.q, at::kBFloat16) && is(in.keys, at::kBFloat16) && is(in.weights, at::kFloat) &&
+                  in.weights.sizes() == at::IntArrayRef({B, L, H}),
+              "cuda::index_scores: contiguous q, keys and float32 weights [B, L, H] expected, got weights ", in.weights.sizes());
+  TORCH_CHECK(is(in.start, at::kLong) && in.start.numel() == B && is(in.block_tables, at::kLong) && in.block_tables.dim() == 2 &&
+                  in.block_tables.size(0) == B && in.ratio > 0 && in.keys.size(1) * in.ratio == 128,
+              "cuda::index_scores: int64 start [B], block_tables [B, n] and keys [blocks, 128 / ", in.ratio, ", D] expected");
+  at::Tensor scores = at::empty({B, L, in.entries}, in.q.options().dtype(at::kFloat));
+  IndexScoresArgs a;
+  a.q = reinterpret_cast<const __nv_bfloat16*>(in.q.data_ptr());
+  a.weights = in.weights.data_ptr<float>();
+  a.keys = reinterpret_cast<const __nv_bfloat16*>(in.keys.data_ptr());
+  a.start = in.start.data_ptr<int64_t>();
+  a.block_tables = in.block_tables.data_ptr<int64_t>();
+  a.scores = scores.data_ptr<float>();
+  a.num_seqs = B;
+  a.len = L;
+  a.first = in.first;
+  a.entries = in.entries;
+  a.block_stride = in.block_tables.size(1);
+  a.heads = static_cast<int>(H);
+  a.dim = static_cast<int>(in.q.size(3));
+  a.ratio = static_cast<int>(in.ratio);
+  const c10::cuda::CUDAGuard guard(in.q.device());
+  check(model::cuda::index_scores(a, stream_of(in.q)), "index_scores");
+  return scores;
 }
 
 at::Generator make_generator(uint64_t seed, at::Device device) {

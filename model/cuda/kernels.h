@@ -44,6 +44,19 @@ struct PagedAttention {
 bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window);
 void sparse_attention(const PagedAttention& in, at::Tensor& out);
 
+// CSA's indexer scores read in place from the paged index keys (index_scores.h): q [B, L, H, D]
+// bfloat16 (H <= 64, D in {32, 64, 128}) and weights [B, L, H] float32 of queries first ..
+// first + L - 1 of each run, keys [blocks, 128 / ratio, D] bfloat16, start [B] and block_tables
+// [B, n] int64 -> [B, L, entries] float32, -inf where an entry is not visible to the query.
+struct PagedIndexScores {
+  at::Tensor q, weights, keys, start, block_tables;
+  int64_t first = 0;
+  int64_t entries = 0;
+  int64_t ratio = 0;
+};
+bool index_scores_supported(const at::Tensor& q, const at::Tensor& keys);
+at::Tensor index_scores(const PagedIndexScores& in);
+
 // A random generator on a CUDA device (the GPU's Philox), seeded.
 at::Generator make_generator(uint64_t seed, at::Device device);
 

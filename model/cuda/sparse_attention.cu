@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/cuda/mma.cuh"
+
 namespace deepinfer::model::cuda {
 namespace {
 
@@ -11,34 +13,6 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kPad = 8;  // bfloat16 elements of padding per shared row: ldmatrix rows fall in distinct banks
 constexpr float kLog2e = 1.4426950408889634f;
-
-__device__ __forceinline__ uint32_t shared_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
-
-// 16 bytes global -> shared, asynchronously; zero-filled when !valid (src is then not read).
-__device__ __forceinline__ void copy16_async(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src), "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory"); }
-
-__device__ __forceinline__ void load_matrices(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(p)));
-}
-
-__device__ __forceinline__ void load_matrices_transposed(uint32_t (&r)[4], const void* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(p)));
-}
-
-// c (16 x 8 float32) += a (16 x 16 bfloat16, row-major) b (16 x 8 bfloat16, column-major).
-__device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
-               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
 // What one query row attends over.
 struct QueryKeys {
@@ -115,7 +89,8 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(const Sparse
       const __nv_bfloat16* src = rows_s[key];
       copy16_async(k_s + key * kStride + c * 8, src != nullptr ? src + c * 8 : a.q, src != nullptr);
     }
-    wait_copies();
+    commit_copies();
+    wait_copies<0>();
     __syncthreads();
 
     // Scores of keys 16 warp .. + 15: two 16 x 8 tiles.

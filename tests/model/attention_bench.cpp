@@ -3,7 +3,7 @@
 // events over rotating input sets (together larger than the L2 cache), median of the
 // iterations. Bytes counted: each query's keys (window + compressed entries or picks) read
 // once, its q and out rows, its picks. FLOPs: 2 x 2 x H x D per key.
-//   attention_bench [--batch 64] [--context 32768] [--layer csa|hca|swa] [--heads 64] [--dim 512]
+//   attention_bench [--batch 64] [--context 32768] [--layer csa|hca|swa|indexer] [--heads 64] [--dim 512]
 //                   [--topk 512] [--iters 50] [--hbm-tbps 4.3] [--tflops 790]
 #include <ATen/ATen.h>
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/cuda/kernels.h"
+#include "model/attention_group.h"
 #include "tests/model/paged_attention_fixture.h"
 
 namespace deepinfer::model::testing {
@@ -22,6 +23,55 @@ std::string option(int argc, char** argv, const std::string& name, const std::st
   for (int i = 1; i + 1 < argc; ++i)
     if (argv[i] == "--" + name) return argv[i + 1];
   return fallback;
+}
+
+// --layer indexer: cuda::index_scores over E = context / 4 paged index keys per decode query,
+// then at::topk (k 512) as the forward does; bytes = the keys read once, the scores written, q.
+int run_indexer(const AttentionShape& shape, int64_t batch, int64_t context, int64_t iters, double tbps, double tflops, at::Device cuda) {
+  std::vector<PagedBatch> sets;
+  const int64_t entries = context / shape.ratio;
+  const double bytes = static_cast<double>(batch) * (entries * (shape.dim * 2 + 4) + shape.heads * (shape.dim * 2 + 4));
+  while (sets.size() < 2 || (bytes * static_cast<double>(sets.size()) < double(int64_t{256} << 20) && sets.size() < 16)) {
+    std::vector<uint64_t> seeds(batch);
+    for (int64_t b = 0; b < batch; ++b) seeds[b] = (sets.size() + 1) * 100003 + b;
+    sets.push_back(make_batch(shape, std::vector<int64_t>(batch, context - 1), 1, seeds, sets.size() + 1, cuda));
+  }
+  const auto scores_of = [&](const PagedBatch& set) {
+    const at::Tensor q = set.in.q.index_select(0, set.in.query_rows).view({batch, 1, shape.heads, shape.dim});
+    return cuda::index_scores({.q = q,
+                               .weights = (q.select(-1, 0).to(at::kFloat) * 2).contiguous(),
+                               .keys = set.in.entries,
+                               .start = set.in.start,
+                               .block_tables = set.in.block_tables,
+                               .first = 0,
+                               .entries = entries,
+                               .ratio = shape.ratio});
+  };
+  for (const auto& set : sets) model::top_entries(scores_of(set), 512);  // warm-up
+  const bool repeatable = at::equal(scores_of(sets[0]), scores_of(sets[0]));
+  engine::cuda::EventTimeline timeline(cuda);
+  std::vector<double> score_ms, total_ms;
+  for (int64_t i = 0; i < iters; ++i) {
+    const int64_t a = timeline.record();
+    const at::Tensor scores = scores_of(sets[static_cast<size_t>(i) % sets.size()]);
+    const int64_t b = timeline.record();
+    model::top_entries(scores, 512);
+    const int64_t c = timeline.record();
+    score_ms.push_back(timeline.elapsed_ms(a, b));
+    total_ms.push_back(timeline.elapsed_ms(a, c));
+  }
+  std::sort(score_ms.begin(), score_ms.end());
+  std::sort(total_ms.begin(), total_ms.end());
+  const double median = score_ms[score_ms.size() / 2], gbps = bytes / median / 1e6;
+  const double flops = 2.0 * batch * entries * shape.heads * shape.dim;
+  std::printf(
+      "attention_bench: H200 indexer, batch %ld decode queries at context %ld (%ld entries), H %ld, D %ld, bfloat16, %zu input sets "
+      "rotated, %ld iterations after a warm-up: scores median %.4f ms -> %.0f GB/s = %.1f%% of %.2f TB/s, %.2f TFLOP/s = %.1f%% of %.0f; "
+      "with at::topk (k 512) %.4f ms; repeatable bit for bit: %s\n",
+      long(batch), long(context), long(entries), long(shape.heads), long(shape.dim), sets.size(), long(iters), median, gbps,
+      100.0 * gbps / (tbps * 1e3), tbps, flops / median / 1e9, 100.0 * flops / median / 1e9 / tflops, tflops, total_ms[total_ms.size() / 2],
+      repeatable ? "yes" : "NO");
+  return repeatable ? 0 : 1;
 }
 
 int run(int argc, char** argv) {
@@ -34,9 +84,16 @@ int run(int argc, char** argv) {
   const std::string layer = option(argc, argv, "layer", "csa");
   const int64_t iters = std::stoll(option(argc, argv, "iters", "50"));
   const double tbps = std::stod(option(argc, argv, "hbm-tbps", "4.3")), tflops = std::stod(option(argc, argv, "tflops", "790"));
-  const AttentionShape shape{
-      layer.c_str(), std::stoll(option(argc, argv, "heads", "64")), std::stoll(option(argc, argv, "dim", "512")),
-      128,           layer == "csa" ? 4 : layer == "hca" ? 128 : 0, layer == "csa" ? std::stoll(option(argc, argv, "topk", "512")) : 0};
+  const bool indexer = layer == "indexer";
+  const AttentionShape shape{layer.c_str(),
+                             std::stoll(option(argc, argv, "heads", "64")),
+                             std::stoll(option(argc, argv, "dim", indexer ? "128" : "512")),
+                             128,
+                             layer == "csa" || indexer ? 4
+                             : layer == "hca"          ? 128
+                                                       : 0,
+                             layer == "csa" ? std::stoll(option(argc, argv, "topk", "512")) : 0};
+  if (indexer) return run_indexer(shape, batch, context, iters, tbps, tflops, cuda);
   // Enough input sets that together they exceed the 50 MB L2 cache several times over.
   std::vector<PagedBatch> sets;
   int64_t set_bytes = 0;

@@ -112,6 +112,83 @@ TEST(SparseAttentionCuda, BatchInvariant) {
   }
 }
 
+// Index scores of the group's queries first .. first + lt - 1 by the kernel, and by the official
+// ATen indexer over keys gathered through the block tables, masked to the visible entries.
+struct IndexScores {
+  at::Tensor kernel, aten;  // [B, lt, E] float32
+};
+IndexScores index_scores_both(const AttentionShape& s, const PagedBatch& batch, int64_t first, int64_t lt) {
+  const int64_t B = static_cast<int64_t>(batch.starts.size()), L = batch.in.len, H = s.heads, D = s.dim;
+  int64_t max_end = 0;
+  for (int64_t start : batch.starts) max_end = std::max(max_end, start + L);
+  const int64_t E = max_end / s.ratio, per_block = 128 / s.ratio;
+  const at::Tensor q = batch.in.q.index_select(0, batch.in.query_rows).view({B, L, H, D}).narrow(1, first, lt).contiguous();
+  const at::Tensor w = (q.select(-1, 0).to(at::kFloat) * 2).contiguous();  // [B, lt, H]: a function of the query row alone
+  IndexScores out;
+  out.kernel = cuda::index_scores({.q = q,
+                                   .weights = w,
+                                   .keys = batch.in.entries,
+                                   .start = batch.in.start,
+                                   .block_tables = batch.in.block_tables,
+                                   .first = first,
+                                   .entries = E,
+                                   .ratio = s.ratio});
+  const at::Tensor e = at::arange(E, batch.in.start.options());
+  const at::Tensor blocks = batch.in.block_tables.index_select(1, at::div(e * s.ratio, 128, "floor"));  // [B, E]
+  const at::Tensor keys = batch.in.entries.view({-1, D}).index_select(0, (blocks * per_block + at::remainder(e, per_block)).reshape(-1));
+  const at::Tensor pos = batch.in.start.view({B, 1}) + first + at::arange(lt, batch.in.start.options());
+  const at::Tensor visible = e < at::div(pos + 1, s.ratio, "floor").unsqueeze(-1);  // [B, lt, E]
+  out.aten = Arithmetic::official().index_scores(q, w, keys.view({B, E, D})).masked_fill(~visible, -INFINITY);
+  return out;
+}
+
+TEST(IndexScoresCuda, MatchesTheAtenIndexerAndIsBatchInvariant) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  const at::Device cuda(at::kCUDA, 0);
+  const std::vector<AttentionShape> shapes{
+      {"tiny indexer", 16, 32, 128, 4, 0}, {"V4 indexer", 64, 128, 128, 4, 0}, {"48 heads, D 64, m 8", 48, 64, 128, 8, 0}};
+  struct Call {
+    std::vector<int64_t> starts;
+    int64_t len, first, lt;
+  };
+  const std::vector<Call> calls{
+      {{0, 3, 4, 127, 128, 1000, 2047, 4100, 9000}, 1, 0, 1}, {{300, 64}, 150, 0, 100}, {{300, 64}, 150, 100, 50}};
+  uint64_t seed = 50;
+  for (const AttentionShape& s : shapes) {
+    for (const Call& c : calls) {
+      const PagedBatch batch = make_batch(s, c.starts, c.len, seeds_from(seed, c.starts.size()), seed, cuda);
+      ++seed;
+      const IndexScores scores = index_scores_both(s, batch, c.first, c.lt);
+      const at::Tensor visible = at::isfinite(scores.aten);
+      ASSERT_TRUE(at::equal(visible, at::isfinite(scores.kernel))) << s.name << ": the kernel masks other entries";
+      const at::Tensor diff = at::where(visible, scores.kernel - scores.aten, at::zeros({}, scores.aten.options()));
+      const at::Tensor ref = at::where(visible, scores.aten, at::zeros({}, scores.aten.options()));
+      const double rel = (diff.norm() / ref.norm()).item<double>(), worst = diff.abs().max().item<double>();
+      std::printf(
+          "[index_scores] %-20s %zu sequences x %3ld queries (from %ld), %ld entries: ||diff|| / ||ref|| = %.3g, max |diff| %.3g "
+          "(max |ref| %.3g)\n",
+          s.name, c.starts.size(), static_cast<long>(c.lt), static_cast<long>(c.first), static_cast<long>(scores.aten.size(2)), rel, worst,
+          ref.abs().max().item<double>());
+      EXPECT_LT(rel, 1e-3) << s.name;
+    }
+    // A query's scores alone and inside batches, bit for bit (its own entries only: the batch's E grows).
+    const PagedBatch alone = make_batch(s, {2500}, 1, {77}, 1, cuda);
+    const at::Tensor expected = index_scores_both(s, alone, 0, 1).kernel.cpu();
+    std::mt19937_64 rng(3);
+    for (int64_t n : {2, 64, 256}) {
+      std::vector<int64_t> starts(n);
+      std::vector<uint64_t> seeds = seeds_from(500 * n, n);
+      for (auto& start : starts) start = static_cast<int64_t>(rng() % 4000);
+      const size_t at = rng() % n;
+      starts[at] = 2500;
+      seeds[at] = 77;
+      const PagedBatch batch = make_batch(s, starts, 1, seeds, 300 + n, cuda);
+      const at::Tensor got = index_scores_both(s, batch, 0, 1).kernel[static_cast<int64_t>(at)].narrow(-1, 0, expected.size(-1)).cpu();
+      EXPECT_TRUE(at::equal(got, expected[0])) << s.name << ": the query at " << at << " of " << n << " differs";
+    }
+  }
+}
+
 // The official arithmetic with attention over gathered keys everywhere (the ATen path).
 class GatheredAttention final : public Arithmetic {
  public:
