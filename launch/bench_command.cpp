@@ -77,7 +77,8 @@ struct Bench {
 struct DecodeFigures {
   int64_t steps = 0;
   double ms = 0, floor_ms = 0, batch = 0, context = 0;
-  model::StepCost cost;  // summed
+  double schedule_ms = 0, execute_ms = 0, process_ms = 0, wait_ms = 0;  // host time in the step loop, summed
+  model::StepCost cost;                                                 // summed
 };
 
 // What the timed job measured.
@@ -100,6 +101,10 @@ std::function<void(const pipeline::StepTiming&, double)> decode_timer(const Benc
       f.floor_ms += step.floor_ms(b.bytes_per_s, b.flops_per_s);
       f.batch += t.num_seqs;
       f.context += static_cast<double>(t.context_tokens) / t.num_seqs;
+      f.schedule_ms += t.schedule_ms;
+      f.execute_ms += t.execute_ms;
+      f.process_ms += t.process_ms;
+      f.wait_ms += t.wait_ms;
       f.cost.weight_bytes += step.weight_bytes;
       f.cost.state_bytes += step.state_bytes;
       f.cost.flops += step.flops;
@@ -182,6 +187,10 @@ void print_decode(const Bench& b, const DecodeFigures& f) {
       "state at %.2f TB/s, %.4f TFLOP at %.0f TFLOP/s); measured / floor = %.2fx\n",
       long(f.steps), f.batch / n, f.context / n, f.ms / n, f.floor_ms / n, f.cost.weight_bytes / n / 1e9, f.cost.state_bytes / n / 1e9,
       b.bytes_per_s / 1e12, f.cost.flops / n / 1e12, b.flops_per_s / 1e12, f.ms / f.floor_ms);
+  std::printf(
+      "Host per decode step: schedule %.3f ms, execute (stage and launch the forward) %.3f ms, process (commit tokens, records) %.3f ms, "
+      "waiting for the device %.3f ms\n",
+      f.schedule_ms / n, f.execute_ms / n, f.process_ms / n, f.wait_ms / n);
 }
 
 // Per part: ms per step (device time between its marks) and its share, by layer type.
@@ -248,6 +257,9 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
       .value(f.floor_ms / n)
       .key("decode_roofline_ratio")
       .value(f.steps ? f.ms / f.floor_ms : 0.0);
+  w.key("decode_host_schedule_ms").value(f.schedule_ms / n).key("decode_host_execute_ms").value(f.execute_ms / n);
+  w.key("decode_host_process_ms").value(f.process_ms / n);
+  w.key("decode_host_wait_ms").value(f.wait_ms / n);
   w.key("breakdown").begin_array();
   for (const auto& row : result.parts) {
     w.begin_object().key("part").value(model::forward_part_name(row.part)).key("layer_type").value(row.layer_type);

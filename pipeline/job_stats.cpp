@@ -37,7 +37,8 @@ std::string step_metrics_json(const StepTiming& timing, int64_t committed, doubl
   w.begin_object().key("step").value(timing.step).key("kind").value(engine::step_kind_name(timing.kind));
   w.key("seqs").value(timing.num_seqs).key("tokens").value(timing.num_batched_tokens).key("context").value(timing.context_tokens);
   w.key("committed").value(committed);
-  w.key("schedule_ms").value(timing.schedule_ms).key("wait_ms").value(timing.wait_ms).key("process_ms").value(timing.process_ms);
+  w.key("schedule_ms").value(timing.schedule_ms).key("execute_ms").value(timing.execute_ms);
+  w.key("wait_ms").value(timing.wait_ms).key("process_ms").value(timing.process_ms);
   w.key("t_s").value(t_s).end_object();
   return w.take();
 }

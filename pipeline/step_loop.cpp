@@ -30,10 +30,12 @@ const engine::SchedulerOutput& StepLoop::step() {
                                 .num_batched_tokens = last_output_.num_batched_tokens,
                                 .context_tokens = context_tokens(last_output_),
                                 .schedule_ms = elapsed_ms(start)};
+  start = std::chrono::steady_clock::now();
   if (!last_output_.empty())
     launched->pending = executor_.execute(last_output_);  // execute(N)
   else if (lockstep_)
-    executor_.execute_dummy();           // join the other ranks' step N
+    executor_.execute_dummy();  // join the other ranks' step N
+  launched->timing.execute_ms = elapsed_ms(start);
   if (in_flight_) process(*in_flight_);  // process(N-1)
   in_flight_ = std::move(launched);
   if (!overlap_) drain();

@@ -20,6 +20,7 @@ struct StepTiming {
   int32_t num_batched_tokens = 0;
   int64_t context_tokens = 0;  // summed over the rows: the positions each attends up to (start + query tokens)
   double schedule_ms = 0;      // host time in schedule()
+  double execute_ms = 0;       // host time in execute(): staging and launching the forward (all of it where it is synchronous, the CPU)
   double wait_ms = 0;          // host time blocked in PendingStep::wait() for this step
   double process_ms = 0;       // host time in process()
 };
