@@ -74,6 +74,9 @@ class Arithmetic {
   // place (attention_group.h attend_paged: the CUDA kernel model/cuda/sparse_attention.h, one
   // float32 online softmax and one rounding of the output) instead of attend() over gathered
   // keys. Official: wherever the kernel runs (bfloat16 on CUDA); the CPU keeps attend().
+  // In place, the CSA picks come from the indexer's scores computed in place too (the official
+  // formula of index_scores(), model/cuda/index_scores.h): an arithmetic that overrides
+  // index_scores() must return false here.
   virtual bool attends_in_place(const at::Tensor& q, const at::Tensor& window) const;
 
  protected:

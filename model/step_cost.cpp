@@ -79,26 +79,37 @@ StepCost DecodeCost::step(int64_t batch, double context) const {
   return cost;
 }
 
-int64_t step_workspace_bytes(const ModelConfig& c, at::ScalarType dtype, int64_t tokens, int64_t sampled_rows, int64_t max_context) {
+int64_t step_workspace_bytes(const ModelConfig& c, at::ScalarType dtype, const StepShape& step) {
   constexpr int64_t kQueryTile = 256;  // AttentionOptions::query_tile
-  const int64_t e = static_cast<int64_t>(c10::elementSize(dtype)), T = tokens, D = c.hidden_size;
+  const int64_t e = static_cast<int64_t>(c10::elementSize(dtype)), T = step.tokens, D = c.hidden_size;
   const int64_t residual = 4 * T * c.hc_mult * D * 4;
   int64_t hca_entries = 0, csa_entries = 0;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const int64_t m = c.compress_ratio(l);
     if (m == 0) continue;
-    (c.layer_type(l) == LayerType::kCsa ? csa_entries : hca_entries) = std::max<int64_t>(max_context / m, 0);
+    int64_t& entries = c.layer_type(l) == LayerType::kCsa ? csa_entries : hca_entries;
+    entries = std::max<int64_t>(entries, step.max_context / m);
   }
-  const int64_t tile = std::min(T, kQueryTile);
-  const int64_t keys = c.sliding_window + std::max<int64_t>(std::min<int64_t>(c.index_topk, csa_entries), hca_entries);
-  const int64_t attention_tile = tile * c.num_heads * keys * 4 * 2;
-  const int64_t indexer_tile = tile * c.index_n_heads * csa_entries * (e + 8);
-  const int64_t attention = 3 * T * c.num_heads * c.head_dim * e + std::max(attention_tile, indexer_tile);
+  // Query rows of one tile: a prefill group tiles its run, a decode group attends all its
+  // sequences at once.
+  const int64_t rows = std::max(std::min(T, kQueryTile), std::min(step.max_seqs, T));
+  const int64_t picks = std::min<int64_t>(c.index_topk, csa_entries);
+  int64_t transient = 0;
+  if (step.in_place) {
+    // The kernels read the state in place: the indexer's float32 scores of one tile and its
+    // top-k, and every query's picks.
+    transient = std::max(T * picks * 8, rows * csa_entries * 4 + rows * picks * 12);
+  } else {
+    const int64_t keys = c.sliding_window + std::max(picks, hca_entries);
+    transient = std::max(rows * c.num_heads * keys * 4 * 2, rows * c.index_n_heads * csa_entries * (e + 8));
+  }
+  const int64_t attention = 3 * T * c.num_heads * c.head_dim * e + transient;
   const int64_t pairs = T * c.num_experts_per_tok;
   const int64_t moe = pairs * (D * (e + 8) + 3 * c.moe_intermediate_size * e);
-  const int64_t logits = 3 * sampled_rows * c.vocab_size * 4;
+  const int64_t logits = 3 * step.sampled_rows * c.vocab_size * 4;
   // What else is alive across the sub-blocks, and the caching allocator's rounding: the peaks
-  // measured on H200 (v4-flash-slice at 4K-128K, docs/benchmarks.md) were up to 16% above the sum.
+  // measured on H200 (v4-flash-slice at 4K-128K with gathered attention, docs/benchmarks.md)
+  // were up to 16% above the sum.
   constexpr int64_t kMarginPercent = 25;
   return (residual + std::max(attention, moe) + logits) * (100 + kMarginPercent) / 100;
 }

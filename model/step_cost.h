@@ -54,20 +54,28 @@ class DecodeCost final {
 };
 
 // The device memory a forward step's working tensors can reach at once (the memory plan's
-// activation reserve), for `tokens` scheduled tokens, `sampled_rows` rows sampled and contexts up
-// to `max_context`, in compute dtype `dtype`: the largest of one layer's transient tensors on top
-// of the residual streams and the step's logits. Counted from the forward's shapes:
+// activation reserve), in compute dtype `dtype`, counted from the forward's shapes:
 //  - residual streams [T, hc, D] float32 mixing, four live copies (in, out, mixed, expanded);
-//  - attention: q [T, H, d] in three forms (projected, rotated, output) and its group tile
-//    (attention_group.h: 256 queries x H x (W + max(top-k, context / m_HCA)) scores, float32
-//    and the softmax copy), or the indexer's tile (256 queries x index heads x context / m_CSA
-//    in the model dtype plus two float32 copies), whichever is larger;
+//  - attention: q [T, H, d] in three forms (projected, rotated, output), and
+//      in place (the CUDA kernels): the indexer's float32 scores of one query tile and its top-k,
+//      or every query's picks, whichever is larger;
+//      gathered (attention_group.h): a tile's scores (its queries x H x (W + max(top-k,
+//      context / m_HCA)), float32 and the softmax copy) or the indexer's tile (its queries x
+//      index heads x context / m_CSA in the model dtype plus two float32 copies);
+//    a tile holds 256 queries of a prefill run, or every sequence of a decode group;
 //  - MoE: per (token, expert) pair the gathered row, its float32 partial and contribution [D]
 //    and the gate/up/activation rows [3I];
 //  - logits, Gumbel noise and scores [S, V] float32;
 // plus 25% for what else is alive and the allocator's rounding (measured, step_cost.cpp).
-// An estimate from shapes, not a measurement: `deepinfer bench` prints the allocator's peak
-// beside it.
-int64_t step_workspace_bytes(const ModelConfig& config, at::ScalarType dtype, int64_t tokens, int64_t sampled_rows, int64_t max_context);
+// An estimate from shapes, not a measurement: `deepinfer generate` and `bench` print the
+// allocator's peak beside it on CUDA.
+struct StepShape {
+  int64_t tokens = 0;        // T: scheduled tokens (max_num_batched_tokens)
+  int64_t max_seqs = 0;      // sequences in a step (max_num_seqs)
+  int64_t sampled_rows = 0;  // S
+  int64_t max_context = 0;   // the longest context (max_model_len)
+  bool in_place = false;     // attention and the indexer's scores read the paged state (model/cuda/kernels.h)
+};
+int64_t step_workspace_bytes(const ModelConfig& config, at::ScalarType dtype, const StepShape& step);
 
 }  // namespace deepinfer::model

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/cuda/kernels.h"
+#include "model/cuda/kernels.h"
 #include "model/model_cache.h"
 #include "model/moe_grouped.h"
 #include "model/step_cost.h"
@@ -68,7 +69,15 @@ MemoryPlan plan_memory(const ModelLayout& layout, const EngineOptions& engine, i
   p.bytes_per_slot = model::ModelCache::bytes_per_slot(c, runner.dtype);
   p.step_tokens = engine.scheduler.max_num_batched_tokens;
   p.max_context = engine.scheduler.max_model_len;
-  p.activations = model::step_workspace_bytes(c, runner.dtype, p.step_tokens, engine.scheduler.max_num_seqs, p.max_context);
+  // The CUDA build's bfloat16 forward attends in place (Arithmetic::attends_in_place): its kernels take
+  // every DeepSeek-V4 shape.
+  const bool in_place = runner.device.is_cuda() && runner.dtype == at::kBFloat16 && model::cuda::built();
+  p.activations = model::step_workspace_bytes(c, runner.dtype,
+                                              {.tokens = p.step_tokens,
+                                               .max_seqs = engine.scheduler.max_num_seqs,
+                                               .sampled_rows = engine.scheduler.max_num_seqs,
+                                               .max_context = p.max_context,
+                                               .in_place = in_place});
   p.runtime_reserve = runner.device.is_cuda() ? kCudaRuntimeReserve : 0;
   p.available = available;
   return p;

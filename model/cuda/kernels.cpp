@@ -6,6 +6,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 #include "model/cuda/fp4_dequant.h"
@@ -80,10 +81,26 @@ void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_
         "dequant_fp4_to_bf16");
 }
 
+// The kernels' mma.sync, ldmatrix and cp.async need sm_80 or later.
+bool tensor_cores(const at::Tensor& t) {
+  int major = 0;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, t.device().index()) == cudaSuccess && major >= 8;
+}
+
+// Every defined tensor of `all` on `device`, and those of `copied` (read by 16-byte cp.async)
+// 16-byte aligned.
+void check_placed(const char* kernel, at::Device device, std::initializer_list<const at::Tensor*> all,
+                  std::initializer_list<const at::Tensor*> copied) {
+  for (const at::Tensor* t : all)
+    TORCH_CHECK(!t->defined() || t->device() == device, kernel, ": every tensor must be on ", device, ", got one on ", t->device());
+  for (const at::Tensor* t : copied)
+    TORCH_CHECK(!t->defined() || aligned16(*t), kernel, ": q, keys and rows must be 16-byte aligned, got one at ", t->data_ptr());
+}
+
 bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window) {
   const int64_t d = q.dim() == 3 ? q.size(2) : 0;
   return q.is_cuda() && q.scalar_type() == at::kBFloat16 && window.scalar_type() == at::kBFloat16 && window.dim() == 3 &&
-         window.size(2) == d && (d == 64 || d == 128 || d == 256 || d == 512);
+         window.size(2) == d && (d == 64 || d == 128 || d == 256 || d == 512) && tensor_cores(q);
 }
 
 void sparse_attention(const PagedAttention& in, at::Tensor& out) {
@@ -109,6 +126,9 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
               "cuda::sparse_attention: entries [blocks, 128 / ", in.ratio, ", ", D, "] bfloat16 expected");
   TORCH_CHECK(!in.picks.defined() || (is(in.picks, at::kLong) && in.picks.dim() == 2 && in.picks.size(0) == B * in.len),
               "cuda::sparse_attention: int64 picks [B L, k] expected");
+  check_placed("cuda::sparse_attention", in.q.device(),
+               {&in.q, &in.kv, &in.window, &in.entries, &in.query_rows, &in.start, &in.slots, &in.block_tables, &in.picks, &in.sink, &out},
+               {&in.q, &in.kv, &in.window, &in.entries});
   SparseAttentionArgs a;
   a.q = reinterpret_cast<const __nv_bfloat16*>(in.q.data_ptr());
   a.kv = reinterpret_cast<const __nv_bfloat16*>(in.kv.data_ptr());
@@ -137,7 +157,7 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
 bool index_scores_supported(const at::Tensor& q, const at::Tensor& keys) {
   const int64_t d = q.dim() == 4 ? q.size(3) : 0;
   return q.is_cuda() && q.scalar_type() == at::kBFloat16 && keys.scalar_type() == at::kBFloat16 && keys.dim() == 3 && keys.size(2) == d &&
-         q.size(2) <= 64 && (d == 32 || d == 64 || d == 128);
+         q.size(2) <= 64 && (d == 32 || d == 64 || d == 128) && tensor_cores(q);
 }
 
 at::Tensor index_scores(const PagedIndexScores& in) {
@@ -155,6 +175,7 @@ at::Tensor index_scores(const PagedIndexScores& in) {
   TORCH_CHECK(is(in.start, at::kLong) && in.start.numel() == B && is(in.block_tables, at::kLong) && in.block_tables.dim() == 2 &&
                   in.block_tables.size(0) == B && in.ratio > 0 && in.keys.size(1) * in.ratio == 128,
               "cuda::index_scores: int64 start [B], block_tables [B, n] and keys [blocks, 128 / ", in.ratio, ", D] expected");
+  check_placed("cuda::index_scores", in.q.device(), {&in.q, &in.weights, &in.keys, &in.start, &in.block_tables}, {&in.q, &in.keys});
   at::Tensor scores = at::empty({B, L, in.entries}, in.q.options().dtype(at::kFloat));
   IndexScoresArgs a;
   a.q = reinterpret_cast<const __nv_bfloat16*>(in.q.data_ptr());

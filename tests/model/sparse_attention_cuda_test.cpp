@@ -33,11 +33,16 @@ std::vector<uint64_t> seeds_from(uint64_t first, size_t n) {
   return seeds;
 }
 
-// ||out - ref|| / ||ref|| over the batch's query rows; checks the other rows stayed NaN.
-double relative_error(const AttentionShape& s, const PagedBatch& batch) {
+// ||out - ref|| / ||ref|| over the batch's query rows (pooled) and its largest value for one
+// row (a wrong key in a row of many keys barely moves the pooled figure); checks the other rows
+// stayed NaN.
+struct Errors {
+  double pooled = 0, worst_row = 0;
+};
+Errors relative_error(const AttentionShape& s, const PagedBatch& batch) {
   const HostBatch host(batch);
   const at::Tensor out = batch.out.cpu().to(at::kDouble);
-  double err = 0, norm = 0;
+  double err = 0, norm = 0, worst = 0;
   std::vector<bool> written(out.size(0), false);
   for (size_t b = 0; b < batch.starts.size(); ++b) {
     for (int64_t l = 0; l < batch.in.len; ++l) {
@@ -45,8 +50,10 @@ double relative_error(const AttentionShape& s, const PagedBatch& batch) {
       written[row] = true;
       const at::Tensor ref = reference_row(s, batch, host, static_cast<int64_t>(b), l);
       EXPECT_TRUE(out[row].isfinite().all().item<bool>()) << s.name << ": row " << row << " not written";
-      err += (out[row] - ref).pow(2).sum().item<double>();
-      norm += ref.pow(2).sum().item<double>();
+      const double row_err = (out[row] - ref).pow(2).sum().item<double>(), row_norm = ref.pow(2).sum().item<double>();
+      worst = std::max(worst, std::sqrt(row_err / row_norm));
+      err += row_err;
+      norm += row_norm;
     }
   }
   for (int64_t row = 0; row < out.size(0); ++row) {
@@ -54,7 +61,7 @@ double relative_error(const AttentionShape& s, const PagedBatch& batch) {
       EXPECT_TRUE(out[row].isnan().all().item<bool>()) << s.name << ": row " << row << " written";
     }
   }
-  return std::sqrt(err / norm);
+  return {std::sqrt(err / norm), worst};
 }
 
 TEST(SparseAttentionCuda, MatchesTheDefinition) {
@@ -80,10 +87,11 @@ TEST(SparseAttentionCuda, MatchesTheDefinition) {
       PagedBatch batch = make_batch(s, g.starts, g.len, seeds_from(seed, g.starts.size()), seed, cuda);
       ++seed;
       cuda::sparse_attention(batch.in, batch.out);
-      const double rel = relative_error(s, batch);
-      std::printf("[sparse_attention] %-32s %2zu sequences x %3ld queries: ||out - ref|| / ||ref|| = %.3g\n", s.name, g.starts.size(),
-                  static_cast<long>(g.len), rel);
-      EXPECT_LT(rel, 1e-2) << s.name;
+      const Errors rel = relative_error(s, batch);
+      std::printf("[sparse_attention] %-32s %2zu sequences x %3ld queries: ||out - ref|| / ||ref|| = %.3g, worst row %.3g\n", s.name,
+                  g.starts.size(), static_cast<long>(g.len), rel.pooled, rel.worst_row);
+      EXPECT_LT(rel.pooled, 1e-2) << s.name;
+      EXPECT_LT(rel.worst_row, 2e-2) << s.name;
     }
   }
 }
@@ -145,8 +153,10 @@ IndexScores index_scores_both(const AttentionShape& s, const PagedBatch& batch, 
 TEST(IndexScoresCuda, MatchesTheAtenIndexerAndIsBatchInvariant) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
   const at::Device cuda(at::kCUDA, 0);
-  const std::vector<AttentionShape> shapes{
-      {"tiny indexer", 16, 32, 128, 4, 0}, {"V4 indexer", 64, 128, 128, 4, 0}, {"48 heads, D 64, m 8", 48, 64, 128, 8, 0}};
+  const std::vector<AttentionShape> shapes{{"tiny indexer", 16, 32, 128, 4, 0},
+                                           {"V4 indexer", 64, 128, 128, 4, 0},
+                                           {"48 heads, D 64, m 8", 48, 64, 128, 8, 0},
+                                           {"20 heads, D 128", 20, 128, 128, 4, 0}};
   struct Call {
     std::vector<int64_t> starts;
     int64_t len, first, lt;
