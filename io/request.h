@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deepinfer::io {
@@ -34,7 +35,11 @@ struct RequestLine {
   std::vector<std::string> stop;  // stop strings (non-empty); need the tokenizer
   bool ignore_eos = false;
   int64_t min_tokens = 0;  // <= max_tokens
-  int64_t logprobs = 0;    // top-N logprobs per token, 0..20
+  // Per output token: absent/null = none, 0 = the chosen token's logprob, N = also the top N (<= 20).
+  std::optional<int64_t> logprobs;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), ids ascending
+  std::vector<int32_t> allowed_token_ids;             // non-empty: only these may be sampled
+  std::vector<int32_t> banned_token_ids;              // never sampled
 };
 
 struct RequestError {

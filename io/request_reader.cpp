@@ -1,6 +1,8 @@
 #include "io/request_reader.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -104,6 +106,31 @@ void read_prompt(element value, std::string_view field, RequestLine* request, in
   }
 }
 
+// "logit_bias": {"TOKEN_ID": BIAS, ...} as in the OpenAI API (keys are decimal token ids, biases
+// in [-100, 100]) or null; sorted by token id.
+std::vector<std::pair<int32_t, float>> get_logit_bias(element value, int64_t vocab_size) {
+  std::vector<std::pair<int32_t, float>> bias;
+  if (value.type() == element_type::NULL_VALUE) return bias;
+  object entries;
+  if (value.get(entries)) bad_type("logit_bias", value, "an object of token id -> bias");
+  const int64_t hi = vocab_size > 0 ? vocab_size - 1 : std::numeric_limits<int32_t>::max();
+  for (auto entry : entries) {
+    const std::string key(entry.key);
+    int64_t id = -1;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (error != std::errc() || end != key.data() + key.size() || key.empty() || id < 0 || id > hi)
+      throw BadRequest{"field 'logit_bias' key \"" + key + "\" is not a token id in [0, " + std::to_string(hi) + "]"};
+    const double b = get_number("logit_bias[\"" + key + "\"]", entry.value);
+    if (b < -100 || b > 100)
+      throw BadRequest{"field 'logit_bias[\"" + key + "\"]' = " + show(entry.value) + " is out of range [-100, 100]"};
+    bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(bias.begin(), bias.end());
+  for (std::size_t i = 1; i < bias.size(); ++i)
+    if (bias[i].first == bias[i - 1].first) throw BadRequest{"field 'logit_bias' names token " + std::to_string(bias[i].first) + " twice"};
+  return bias;
+}
+
 // "stop": a string, an array of strings, or null; each string non-empty.
 std::vector<std::string> get_stop_strings(element value) {
   std::vector<std::string> stops;
@@ -194,6 +221,10 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     } else if (key == "logprobs") {
       if (value.type() == element_type::NULL_VALUE) continue;
       request->logprobs = get_int(key, value, 0, 20);
+    } else if (key == "logit_bias") {
+      request->logit_bias = get_logit_bias(value, options.vocab_size);
+    } else if (key == "allowed_token_ids" || key == "banned_token_ids") {
+      (key == "allowed_token_ids" ? request->allowed_token_ids : request->banned_token_ids) = get_token_ids(key, value, options.vocab_size);
     } else if (key == "model" || key == "user") {
       continue;  // accepted and ignored: the job's model is fixed
     } else if (key == "n") {
@@ -213,6 +244,11 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     }
   }
   if (!have_prompt) throw BadRequest{"missing 'prompt_token_ids' (or 'prompt')"};
+  const auto& banned = request->banned_token_ids;
+  if (!request->allowed_token_ids.empty() &&
+      std::all_of(request->allowed_token_ids.begin(), request->allowed_token_ids.end(),
+                  [&](int32_t id) { return std::find(banned.begin(), banned.end(), id) != banned.end(); }))
+    throw BadRequest{"every id in 'allowed_token_ids' is banned: no token could be sampled"};
   if (request->min_tokens > request->max_tokens)
     throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) +
                      " exceeds max_tokens = " + std::to_string(request->max_tokens)};
@@ -220,6 +256,37 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
 }
 
 std::string location_id(const InputLocation& where) { return where.file + ":" + std::to_string(where.line); }
+
+// The first integer literal outside strings that no 64-bit type holds (shortened), or "".
+// simdjson rejects such a number; this names it instead of calling the line invalid JSON.
+std::string oversized_integer(std::string_view line) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    std::size_t end = i + (c == '-');
+    while (end < line.size() && line[end] >= '0' && line[end] <= '9') ++end;
+    const bool integer = end == line.size() || (line[end] != '.' && line[end] != 'e' && line[end] != 'E');
+    const std::string_view digits = line.substr(i + (c == '-'), end - i - (c == '-'));
+    const std::string_view limit = c == '-' ? "9223372036854775808" : "18446744073709551615";
+    const bool too_big =
+        !digits.empty() && digits[0] != '0' && (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit));
+    if (integer && too_big) {
+      const std::string_view text = line.substr(i, end - i);
+      return text.size() > 40 ? std::string(text.substr(0, 37)) + "..." : std::string(text);
+    }
+    i = end - 1;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -236,6 +303,8 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
     element root;
     if (auto error = parser.parse(padded).get(root)) {
       if (error == simdjson::UTF8_ERROR) throw BadRequest{"invalid UTF-8"};
+      const std::string big = error == simdjson::NUMBER_ERROR ? oversized_integer(line) : "";
+      if (!big.empty()) throw BadRequest{"integer " + big + " is outside the 64-bit range [-2^63, 2^64-1]"};
       throw BadRequest{std::string("invalid JSON: ") + simdjson::error_message(error)};
     }
     object fields;
@@ -278,9 +347,21 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
   return request;
 }
 
+void check_input_files(const std::vector<std::string>& files) {
+  for (const std::string& path : files) {
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    if (std::filesystem::is_directory(status)) throw std::invalid_argument("input " + path + " is a directory, not a JSONL file");
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) throw std::invalid_argument("cannot open input " + path + ": " + std::strerror(errno));
+    std::fclose(file);
+  }
+}
+
 RequestReader::RequestReader(std::vector<std::string> files, Options options)
-    : files_(std::move(files)), options_(options), buffer_(1 << 20) {
+    : files_(std::move(files)), options_(options), buffer_(1 << 20), seen_ids_(options_.ids) {
   if (files_.empty()) throw std::invalid_argument("RequestReader: no input files");
+  check_input_files(files_);
   for (const std::string& path : files_) {
     std::error_code error;  // a missing file is reported when it is opened
     const bool regular = std::filesystem::is_regular_file(path, error);
@@ -373,11 +454,11 @@ bool RequestReader::next(RequestItem* item) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
     *item = parse_request_line(line, where, options_.parse);
     if (auto* request = std::get_if<RequestLine>(item)) {
-      auto [it, inserted] = seen_ids_.emplace(request->id, where);
-      if (!inserted) {
-        *item = RequestError{request->id, where,
-                             where.file + ":" + std::to_string(where.line) + ": duplicate id '" + request->id + "' (first at " +
-                                 it->second.file + ":" + std::to_string(it->second.line) + ")"};
+      const auto first = seen_ids_.insert(request->id, {static_cast<uint32_t>(file_index_), line_number_});
+      if (first) {  // the error record takes the line's location as its id: ids stay unique
+        *item = RequestError{location_id(where), where,
+                             location_id(where) + ": duplicate id '" + request->id + "' (first at " + files_[first->file] + ":" +
+                                 std::to_string(first->line) + ")"};
       }
     }
     return true;

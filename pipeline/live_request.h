@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
+#include "engine/step_executor.h"
 #include "engine/types.h"
 #include "io/output_text.h"
 #include "io/request.h"
@@ -24,6 +26,8 @@ struct LiveRequest {
   Clock::time_point added;
   std::optional<Clock::time_point> first_token;
   std::optional<io::OutputText> text;
+  // With "logprobs" asked: one entry per committed output token, in output order.
+  std::optional<std::vector<engine::RowLogprobs>> logprobs;
 };
 
 using LiveRequests = std::map<engine::SeqId, LiveRequest>;
