@@ -18,10 +18,19 @@ struct InputLocation {
   int64_t line = 0;  // 1-based
 };
 
+// Which form a request line had: the native one, an OpenAI batch line for /v1/completions, or
+// one for /v1/chat/completions (without or with thinking). Results keep it ("api"), so that
+// `cat --format openai` answers each line in its own API's shape.
+inline constexpr const char* kApiNative = "native";
+inline constexpr const char* kApiCompletions = "completions";
+inline constexpr const char* kApiChat = "chat";
+inline constexpr const char* kApiChatThinking = "chat-thinking";
+
 // Defaults follow the OpenAI completions API where it has one.
 struct RequestLine {
   std::string id;  // "id" / "custom_id"; default "<file>:<line>"
   InputLocation input;
+  std::string api = kApiNative;
   std::vector<int32_t> prompt_token_ids;   // a text prompt's ids once the reader tokenized it
   std::optional<std::string> prompt_text;  // the text of a text prompt
   bool add_special_tokens = true;          // text prompts: apply the tokenizer's template (BOS)

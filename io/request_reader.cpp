@@ -12,6 +12,7 @@
 
 #include <simdjson.h>
 
+#include "io/chat_format.h"
 #include "io/tokenizer.h"
 
 namespace deepinfer::io {
@@ -170,14 +171,101 @@ void tokenize_prompt(RequestLine* request, const RequestParseOptions& options) {
   }
 }
 
+// The fields only a chat request has (or spells its own way), gathered while reading its body.
+struct ChatFields {
+  std::vector<ChatMessage> messages;
+  bool thinking = false;
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
+};
+
+// A message's "content": a string, or an array of {"type": "text", "text": ...} parts (joined).
+std::string message_content(element value, const std::string& where) {
+  if (value.type() == element_type::STRING) return std::string(value.get_string().value());
+  simdjson::dom::array parts;
+  if (value.get(parts)) bad_type(where + ".content", value, "a string or an array of text parts");
+  std::string text;
+  for (element part : parts) {
+    std::string_view type, part_text;
+    if (part["type"].get(type) || type != "text" || part["text"].get(part_text))
+      throw BadRequest{"field '" + where + ".content' has a part that is not {\"type\": \"text\", \"text\": ...}: " + show(part)};
+    text += part_text;
+  }
+  return text;
+}
+
+std::vector<ChatMessage> get_messages(element value) {
+  simdjson::dom::array array;
+  if (value.get(array)) bad_type("messages", value, "an array of messages");
+  std::vector<ChatMessage> messages;
+  for (element item : array) {
+    const std::string where = "messages[" + std::to_string(messages.size()) + "]";
+    object message;
+    if (item.get(message)) bad_type(where, item, "an object");
+    ChatMessage m;
+    for (auto field : message) {
+      if (field.key == "role") {
+        std::string_view role;
+        if (field.value.get(role)) bad_type(where + ".role", field.value, "a string");
+        m.role = std::string(role);
+      } else if (field.key == "content") {
+        m.content = message_content(field.value, where);
+      } else if (field.key != "name" && field.key != "reasoning_content") {
+        throw BadRequest{"unknown field '" + where + "." + std::string(field.key) + "'"};
+      }
+    }
+    if (m.role.empty()) throw BadRequest{"field '" + where + "' has no 'role'"};
+    messages.push_back(std::move(m));
+  }
+  return messages;
+}
+
+// A chat body's own fields; false for the others (read as in a completion).
+bool read_chat_field(std::string_view key, element value, RequestLine* request, ChatFields* chat) {
+  if (key == "messages") {
+    chat->messages = get_messages(value);
+  } else if (key == "thinking") {
+    chat->thinking = get_bool(key, value);
+  } else if (key == "logprobs") {
+    chat->logprobs = value.type() != element_type::NULL_VALUE && get_bool(key, value);
+  } else if (key == "top_logprobs") {
+    chat->top_logprobs = get_int(key, value, 0, 20);
+  } else if (key == "max_completion_tokens") {
+    request->max_tokens = get_int(key, value, 1, 1 << 20);
+  } else if (key == "prompt" || key == "prompt_token_ids") {
+    throw BadRequest{"field 'body." + std::string(key) + "' is not part of a chat request; give 'messages'"};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The chat request's prompt text in DeepSeek-V4's format (chat_format.h), and its logprobs.
+void finish_chat(const ChatFields& chat, RequestLine* request) {
+  try {
+    request->prompt_text = render_deepseek_chat(chat.messages, chat.thinking);
+  } catch (const std::invalid_argument& error) {
+    throw BadRequest{error.what()};
+  }
+  request->add_special_tokens = false;  // the text starts with its BOS
+  if (chat.thinking) request->api = kApiChatThinking;
+  if (chat.top_logprobs > 0 && !chat.logprobs) throw BadRequest{"field 'top_logprobs' needs 'logprobs': true"};
+  if (chat.logprobs) request->logprobs = chat.top_logprobs;
+}
+
 // The sampling and prompt fields, shared by the native form and the OpenAI batch body.
 void read_fields(object fields, RequestLine* request, const RequestParseOptions& options, bool openai_body) {
   bool have_prompt = false;
+  ChatFields chat;
   std::set<std::string_view> seen;
   for (auto field : fields) {
     const std::string_view key = field.key;
     const element value = field.value;
     if (!seen.insert(key).second) throw BadRequest{"field '" + std::string(key) + "' appears twice"};
+    if (request->api == kApiChat && read_chat_field(key, value, request, &chat)) {
+      have_prompt |= key == "messages";
+      continue;
+    }
     if (key == "id" || key == "custom_id" || key == "method" || key == "url" || key == "body") {
       if (openai_body) throw BadRequest{"field 'body." + std::string(key) + "' is not allowed inside body"};
       continue;  // handled by the caller
@@ -243,7 +331,7 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
       throw BadRequest{"unknown field '" + std::string(openai_body ? "body." : "") + std::string(key) + "'"};
     }
   }
-  if (!have_prompt) throw BadRequest{"missing 'prompt_token_ids' (or 'prompt')"};
+  if (!have_prompt) throw BadRequest{request->api == kApiChat ? "missing 'messages'" : "missing 'prompt_token_ids' (or 'prompt')"};
   const auto& banned = request->banned_token_ids;
   if (!request->allowed_token_ids.empty() &&
       std::all_of(request->allowed_token_ids.begin(), request->allowed_token_ids.end(),
@@ -252,6 +340,7 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
   if (request->min_tokens > request->max_tokens)
     throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) +
                      " exceeds max_tokens = " + std::to_string(request->max_tokens)};
+  if (request->api == kApiChat) finish_chat(chat, request);
   if (request->prompt_text) tokenize_prompt(request, options);
 }
 
@@ -326,8 +415,10 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
       if (fields["method"].get(method) == simdjson::SUCCESS && (method.get(text) || text != "POST"))
         throw BadRequest{"field 'method' must be \"POST\", got " + show(method)};
       if (fields["url"].get(url) || url.get(text)) throw BadRequest{"missing string field 'url' (\"/v1/completions\")"};
-      if (text != "/v1/completions")
-        throw BadRequest{"field 'url' = \"" + std::string(text) + "\" is not supported; only \"/v1/completions\""};
+      if (text != "/v1/completions" && text != "/v1/chat/completions")
+        throw BadRequest{"field 'url' = \"" + std::string(text) +
+                         "\" is not supported; only \"/v1/completions\" and \"/v1/chat/completions\""};
+      request.api = text == "/v1/completions" ? kApiCompletions : kApiChat;
       object body_fields;
       if (fields["body"].get(body) || body.get(body_fields)) throw BadRequest{"missing object field 'body'"};
       for (auto field : fields) {

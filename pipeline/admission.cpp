@@ -85,7 +85,8 @@ void Admission::add(engine::Scheduler& scheduler, LiveRequests& live, io::Reques
   const uint64_t seed = request.seed ? *request.seed : engine::derive_request_seed(options_.job_seed, request.id);
   const engine::SeqId id = scheduler.add_request(request.id, std::move(request.prompt_token_ids), to_sampling_params(request, seed));
   LiveRequest& added =
-      live.emplace(id, LiveRequest{index, request.input, seed, Clock::now(), std::nullopt, std::nullopt, std::nullopt}).first->second;
+      live.emplace(id, LiveRequest{index, request.input, request.api, seed, Clock::now(), std::nullopt, std::nullopt, std::nullopt})
+          .first->second;
   if (request.logprobs) added.logprobs.emplace();
   if (options_.parse.tokenizer) added.text.emplace(options_.parse.tokenizer, io::OutputText::Options{.stop = std::move(request.stop)});
 }

@@ -164,6 +164,7 @@ ProgressFigures GenerateJob::progress_figures() const {
           .elapsed_s = elapsed_s(),
           .done = output_->next_index(),
           .done_before = records_before_,
+          .waiting = static_cast<int64_t>(output_->buffered()),
           .read = admission_->items_read(),
           .bytes_read = admission_->bytes_read(),
           .total_bytes = admission_->total_bytes(),

@@ -27,17 +27,17 @@ std::string waiting_file_name(int rank, int world_size) { return "waiting" + res
 
 namespace {
 
-// The records of a waiting file that a resumed run still needs: index >= first (complete
-// frames only; a torn last frame was never flushed, so nothing in it was promised).
-std::map<int64_t, std::string> read_finished_ahead(const std::string& partial, int64_t first) {
+// The records of the waiting file that a resumed run still needs: index >= first. The file is
+// replaced whole (ordered_output.h); a damaged one keeps its complete frames.
+std::map<int64_t, std::string> read_finished_ahead(const std::string& path, int64_t first) {
   std::map<int64_t, std::string> ahead;
-  if (!fs::exists(partial)) return ahead;
-  io::RecordReader reader(partial, /*recover=*/true);
+  if (!fs::exists(path)) return ahead;
+  io::RecordReader reader(path, /*recover=*/true);
   std::string line, json;
   int64_t index = 0;
   while (reader.next(&line)) {
     if (!parse_waiting_line(line, &index, &json))
-      throw std::runtime_error(partial + ": record " + std::to_string(reader.records_read()) + " is not '<index> <record>'");
+      throw std::runtime_error(path + ": record " + std::to_string(reader.records_read()) + " is not '<index> <record>'");
     if (index >= first) ahead[index] = json;
   }
   return ahead;
@@ -82,7 +82,7 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   std::string record;
   while (reader.next(&record)) ++state.records_done;
   state.writer = io::RecordWriter::resume(results, reader.valid_bytes(), writer_options);
-  state.finished_ahead = read_finished_ahead((dir / waiting_file_name(rank, world_size)).string() + ".partial", state.records_done);
+  state.finished_ahead = read_finished_ahead((dir / waiting_file_name(rank, world_size)).string(), state.records_done);
   return state;
 }
 

@@ -3,8 +3,8 @@
 // the state a resumed rank continues from.
 //   OUT/job.json                            the job's fingerprint (written first; resume compares it)
 //   OUT/results-RRRRR-of-WWWWW.jsonl.zst   per rank, deterministic, in input order
-//   OUT/waiting-RRRRR-of-WWWWW.jsonl.zst.partial  finished records that wait for an earlier one
-//                                          (ordered_output.h); removed when the results file is
+//   OUT/waiting-RRRRR-of-WWWWW.jsonl.zst   while running: finished records not yet in a frame
+//                                          of the results file (ordered_output.h); removed at the end
 //   OUT/metrics-RRRRR.jsonl.zst            per-step timings
 //   OUT/summary.json, OUT/manifest.json    rank 0, at the end
 // Owns: naming and the resume decision. Does not own: record contents.
@@ -20,14 +20,14 @@ namespace deepinfer::pipeline {
 
 std::string results_file_name(int rank, int world_size);  // results-00000-of-00001.jsonl.zst
 std::string metrics_file_name(int rank);                  // metrics-00000.jsonl.zst
-std::string waiting_file_name(int rank, int world_size);  // waiting-00000-of-00001.jsonl.zst (+ .partial on disk)
+std::string waiting_file_name(int rank, int world_size);  // waiting-00000-of-00001.jsonl.zst
 
 struct ResumeState {
   int64_t records_done = 0;                  // complete records already in this rank's results file
   bool results_complete = false;             // the results file was already renamed into place
   std::unique_ptr<io::RecordWriter> writer;  // continues the file (null if complete)
-  // Records finished ahead of records_done that a killed run had kept in its waiting file, by
-  // this rank's input index (all > records_done); --resume does not run them again.
+  // Records past records_done that a killed run had kept in its waiting file, by this rank's
+  // input index (all >= records_done); --resume does not run them again.
   std::map<int64_t, std::string> finished_ahead;
 };
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/step_executor.h"
@@ -22,6 +23,7 @@ using Clock = std::chrono::steady_clock;
 struct LiveRequest {
   int64_t index = 0;  // position in this rank's input order
   io::InputLocation input;
+  std::string api;  // io::kApi*: the form of the request line
   uint64_t seed = 0;
   Clock::time_point added;
   std::optional<Clock::time_point> first_token;

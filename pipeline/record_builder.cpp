@@ -23,6 +23,7 @@ ResultRecord finished_record(const engine::Sequence& seq, LiveRequest& request) 
   const auto& m = seq.metrics();
   ResultRecord record{.id = seq.request_id(),
                       .input = request.input,
+                      .api = request.api,
                       .seed = request.seed,
                       .finish_reason = std::string(engine::finish_reason_name(seq.finish_reason())),
                       .stop_reason = std::nullopt,
@@ -53,6 +54,7 @@ ResultRecord rejected_record(const io::RequestLine& request, const std::string& 
   ResultRecord record;
   record.id = request.id;
   record.input = request.input;
+  record.api = request.api;
   record.num_prompt_tokens = static_cast<int64_t>(request.prompt_token_ids.size());  // `cat` inverts the sharding by it
   record.finish_reason = "error";
   record.error = error;

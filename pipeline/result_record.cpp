@@ -27,6 +27,8 @@ std::string to_json(const ResultRecord& r) {
   w.begin_object();
   w.key("id").value(r.id);
   w.key("input").begin_object().key("file").value(r.input.file).key("line").value(r.input.line).end_object();
+  w.key("api");
+  r.api ? w.value(*r.api) : w.null();
   w.key("seed");
   r.seed ? w.value(*r.seed) : w.null();
   w.key("finish_reason").value(r.finish_reason);

@@ -16,6 +16,7 @@ namespace deepinfer::pipeline {
 struct ResultRecord {
   std::string id;
   io::InputLocation input;
+  std::optional<std::string> api;          // io::kApi*; null for a line that could not be read
   std::optional<uint64_t> seed;            // null for error records that never ran
   std::string finish_reason;               // "stop" | "length" | "abort" | "error"
   std::optional<std::string> stop_reason;  // the stop string that ended the request

@@ -133,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "stop": ["a", 2]})", "field 'stop'[1] must be a string, got an integer"},
         BadCase{R"({"prompt_token_ids": [1], "stop": [""]})", "field 'stop'[0] is an empty stop string"},
         BadCase{R"({"prompt_token_ids": [1], "add_special_tokens": 1})", "field 'add_special_tokens' must be a boolean"},
-        BadCase{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"prompt": [1]}})", "only \"/v1/completions\""},
+        BadCase{R"({"custom_id": "c", "url": "/v1/embeddings", "body": {"prompt": [1]}})",
+                "only \"/v1/completions\" and \"/v1/chat/completions\""},
         BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})",
                 "field 'method' must be \"POST\""},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions"})", "missing object field 'body'"},
@@ -353,6 +354,46 @@ TEST(RequestReaderTest, MissingFileOrDirectoryIsRefusedAtConstructionNamingIt) {
       EXPECT_NE(std::string(error.what()).find(bad), std::string::npos) << error.what();
     }
   }
+}
+
+TEST(RequestLineTest, ChatLinesAreRenderedInTheDeepSeekFormatAndTokenized) {
+  const auto chat = [](const std::string& body) {
+    return R"({"custom_id": "c", "method": "POST", "url": "/v1/chat/completions", "body": )" + body + "}";
+  };
+  const RequestLine plain = ok(parse_with_tokenizer(chat(
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_completion_tokens": 9})")));
+  EXPECT_EQ(plain.api, kApiChat);
+  EXPECT_EQ(plain.max_tokens, 9);
+  ASSERT_TRUE(plain.prompt_text.has_value());
+  EXPECT_EQ(*plain.prompt_text, "<｜begin▁of▁sentence｜>Be brief.<｜User｜>hi<｜Assistant｜></think>");
+  EXPECT_EQ(plain.prompt_token_ids, tiny_tokenizer()->encode(*plain.prompt_text, /*add_special_tokens=*/false));
+  EXPECT_EQ(plain.prompt_token_ids.front(), kTinyBosId) << "the rendered BOS is the tokenizer's special token, written once";
+  EXPECT_FALSE(plain.logprobs.has_value());
+
+  const RequestLine thinking = ok(parse_with_tokenizer(
+      chat(R"({"messages": [{"role": "user", "content": "2+2?"}], "thinking": true, "logprobs": true, "top_logprobs": 3})")));
+  EXPECT_EQ(thinking.api, kApiChatThinking);
+  EXPECT_EQ(*thinking.prompt_text, "<｜begin▁of▁sentence｜><｜User｜>2+2?<｜Assistant｜><think>");
+  EXPECT_EQ(thinking.logprobs, 3);
+  EXPECT_EQ(ok(parse_with_tokenizer(R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": "x"}})")).api, kApiCompletions);
+  EXPECT_EQ(ok(parse_with_tokenizer(R"({"prompt": "x"})")).api, kApiNative);
+
+  for (const auto& [body, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"max_tokens": 3})", "missing 'messages'"},
+           {R"({"messages": []})", "'messages' is empty"},
+           {R"({"messages": [{"role": "tool", "content": "x"}]})", "role 'tool' is not system, user or assistant"},
+           {R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]})",
+            "the last message must be the user's"},
+           {R"({"messages": [{"content": "x"}]})", "field 'messages[0]' has no 'role'"},
+           {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "unknown field 'messages[0].tool_calls'"},
+           {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "not {\"type\": \"text\""},
+           {R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})", "'body.prompt' is not part of a chat request"},
+           {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "'top_logprobs' needs 'logprobs': true"}}) {
+    const std::string message = error_of(parse_with_tokenizer(chat(body)));
+    EXPECT_NE(message.find(expected), std::string::npos) << body << " -> " << message;
+  }
+  EXPECT_NE(error_of(parse(chat(R"({"messages": [{"role": "user", "content": "x"}]})"))).find("text prompts need the tokenizer"),
+            std::string::npos);
 }
 
 }  // namespace

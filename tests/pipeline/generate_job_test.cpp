@@ -176,7 +176,7 @@ TEST(GenerateJobTest, ProgressCountsWhatWasReadInTheOnePassOverTheInput) {
   EXPECT_NE(lines.back().find("ETA 0m00s"), std::string::npos) << lines.back();
   // Admission reads ahead of what is done, not the whole input at once (16 waiting at most,
   // plus the error line, which is written at once).
-  const auto at = lines.front().find(" done of ") + 9;
+  const auto at = lines.front().find(" of ", lines.front().find(" done")) + 4;
   EXPECT_EQ(lines.front().substr(at, lines.front().find(" read", at) - at), "17") << lines.front();
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 #include <set>
 
+#include "io/durable_file.h"
 #include "io/output_verify.h"
 #include "pipeline/job_files.h"
 #include "pipeline/ordered_output.h"
@@ -55,29 +56,47 @@ int64_t finish_step(const std::string& record) {
   return at == std::string::npos ? -1 : std::stoll(record.substr(at + 14));
 }
 
-TEST(OrderedOutputTest, ARecordThatWaitsIsInTheWaitingFileUntilItsTurnIsDurable) {
+TEST(OrderedOutputTest, AFlushKeepsEveryRecordInTheResultsFramesOrTheWaitingFile) {
   deepinfer::testing::TempDir dir;
   const std::string results = dir.file("results.jsonl.zst"), waiting = dir.file("waiting.jsonl.zst");
-  OrderedOutput output(std::make_unique<io::RecordWriter>(results, io::RecordWriter::Options{}), 0, waiting);
+  OrderedOutput output(std::make_unique<io::RecordWriter>(results, io::RecordWriter::Options{.level = 3, .records_per_frame = 2}), 0,
+                       waiting);
   output.add(1, "{\"id\":\"b\"}");
   output.add(2, "{\"id\":\"c\"}");
   output.flush();
   EXPECT_EQ(count_records(results + ".partial"), 0);
-  const auto lines = io::read_all_records(waiting + ".partial");
-  ASSERT_EQ(lines.size(), 2u);
+  auto lines = io::read_all_records(waiting);
+  ASSERT_EQ(lines.size(), 2u) << "records 1 and 2 wait for 0";
   int64_t index = -1;
   std::string json;
   ASSERT_TRUE(parse_waiting_line(lines[1], &index, &json));
   EXPECT_EQ(index, 2);
   EXPECT_EQ(json, "{\"id\":\"c\"}");
   EXPECT_FALSE(parse_waiting_line("x {}", &index, &json));
-  output.add(0, "{\"id\":\"a\"}");
+  output.add(0, "{\"id\":\"a\"}");  // 0 and 1 make a frame; 2 is in order but not framed yet
   output.flush();
-  EXPECT_EQ(count_records(results + ".partial"), 3);
-  EXPECT_EQ(fs::file_size(waiting + ".partial"), 0u) << "nothing waits: the waiting file restarts empty";
+  EXPECT_EQ(count_records(results + ".partial"), 2);
+  lines = io::read_all_records(waiting);
+  ASSERT_EQ(lines.size(), 1u);
+  ASSERT_TRUE(parse_waiting_line(lines[0], &index, &json));
+  EXPECT_EQ(index, 2) << "the unframed record is kept in the waiting file";
   output.close(3);
-  EXPECT_FALSE(fs::exists(waiting + ".partial"));
+  EXPECT_FALSE(fs::exists(waiting));
   EXPECT_EQ(io::read_all_records(results).size(), 3u);
+}
+
+TEST(OrderedOutputTest, TheResultsFileDoesNotDependOnWhenFlushesHappen) {
+  deepinfer::testing::TempDir dir;
+  for (const char* name : {"never", "often"}) {
+    OrderedOutput output(std::make_unique<io::RecordWriter>(dir.file(name), io::RecordWriter::Options{.level = 3, .records_per_frame = 4}),
+                         0, dir.file(std::string(name) + ".waiting"));
+    for (int i = 0; i < 30; ++i) {
+      output.add(i ^ 1, "{\"i\":" + std::to_string(i ^ 1) + "}");  // pairs arrive swapped
+      if (std::string(name) == "often" && i % 3 == 0) output.flush();
+    }
+    output.close(30);
+  }
+  EXPECT_EQ(io::read_file(dir.file("never")), io::read_file(dir.file("often")));
 }
 
 TEST(JobDurabilityTest, AKillLosesOnlyWorkInFlightAndResumeRedoesNothingFinished) {
@@ -99,6 +118,9 @@ TEST(JobDurabilityTest, AKillLosesOnlyWorkInFlightAndResumeRedoesNothingFinished
       if (step.step == kill_at) snapshot(out, killed);
     });
     ASSERT_TRUE(fs::exists(killed)) << kill_at;
+    EXPECT_EQ(io::read_file(out + "/results-00000-of-00001.jsonl.zst"),
+              io::read_file(dir.file("whole") + "/results-00000-of-00001.jsonl.zst"))
+        << "flushing after every step leaves the same bytes";
     // Every request the whole run finished two steps before the kill (processed, then flushed) was kept.
     int64_t finished = 0;
     for (const auto& r : records) finished += finish_step(r) >= 0 && finish_step(r) <= kill_at - 2;
@@ -112,7 +134,7 @@ TEST(JobDurabilityTest, AKillLosesOnlyWorkInFlightAndResumeRedoesNothingFinished
     EXPECT_EQ(resumed.requests_run, kRequests - kept) << "kill at step " << kill_at << ": nothing finished runs again";
     const auto report = io::verify_output_dirs(dir.file("whole"), killed);
     EXPECT_EQ(report.exit_code(), 0) << "kill at step " << kill_at << ": " << report.message;
-    EXPECT_FALSE(fs::exists(killed + "/waiting-00000-of-00001.jsonl.zst.partial"));
+    EXPECT_FALSE(fs::exists(killed + "/waiting-00000-of-00001.jsonl.zst"));
   }
   EXPECT_GE(ahead_used, 3) << "the uneven input must leave records waiting at most kill points";
 }
@@ -141,7 +163,7 @@ TEST(JobDurabilityTest, AWriteErrorStopsTheJobWhenItHappensNotAtTheEnd) {
   setrlimit(RLIMIT_FSIZE, &old_limit);
   std::signal(SIGXFSZ, old_handler);
   EXPECT_NE(error.find("cannot write " + dir.file("out") + "/"), std::string::npos) << error;
-  EXPECT_LT(executor.executed, full_run.executed / 2) << "reported at the flush that failed";
+  EXPECT_LT(executor.executed, full_run.executed / 2) << "reported where the write failed, mid-run";
 }
 
 }  // namespace

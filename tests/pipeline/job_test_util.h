@@ -83,8 +83,7 @@ inline std::vector<Result> parsed_results(const std::string& out) {
 // of the waiting file past them (ordered_output.h).
 inline std::vector<std::string> kept_records(const std::string& out) {
   std::vector<std::string> kept;
-  const std::string results = out + "/results-00000-of-00001.jsonl.zst.partial",
-                    waiting = out + "/waiting-00000-of-00001.jsonl.zst.partial";
+  const std::string results = out + "/results-00000-of-00001.jsonl.zst.partial", waiting = out + "/waiting-00000-of-00001.jsonl.zst";
   std::string line, json;
   if (std::filesystem::exists(results)) {
     io::RecordReader reader(results, /*recover=*/true);
