@@ -1,6 +1,7 @@
 #include "engine/model_runner.h"
 
 #include <cmath>
+#include <limits>
 
 #include <c10/core/Event.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
@@ -75,7 +76,23 @@ class ModelStep final : public PendingStep {
   std::unique_ptr<c10::Event> event_;
 };
 
-SamplingRow sampling_row(const ScheduledSeq& row, int32_t eos_token_id) {
+// The row's logit bias: the request's biases, then -inf for its banned tokens and, with an
+// allowed list, for every token outside it (SamplingBatch::from_rows sums duplicates).
+std::vector<std::pair<int64_t, float>> logit_bias_of(const SamplingParams& p, int64_t vocab_size) {
+  std::vector<std::pair<int64_t, float>> bias(p.logit_bias.begin(), p.logit_bias.end());
+  const float ban = -std::numeric_limits<float>::infinity();
+  for (int32_t id : p.banned_token_ids) bias.emplace_back(id, ban);
+  if (!p.allowed_token_ids.empty()) {
+    std::vector<bool> allowed(static_cast<std::size_t>(vocab_size), false);
+    for (int32_t id : p.allowed_token_ids)
+      if (id < vocab_size) allowed[static_cast<std::size_t>(id)] = true;
+    for (int64_t id = 0; id < vocab_size; ++id)
+      if (!allowed[static_cast<std::size_t>(id)]) bias.emplace_back(id, ban);
+  }
+  return bias;
+}
+
+SamplingRow sampling_row(const ScheduledSeq& row, int32_t eos_token_id, int64_t vocab_size) {
   const SamplingParams& p = *row.params;
   SamplingRow s;
   s.temperature = p.temperature;
@@ -88,6 +105,7 @@ SamplingRow sampling_row(const ScheduledSeq& row, int32_t eos_token_id) {
   s.stop_ids.assign(stop_ids.begin(), stop_ids.end());
   s.suppress_stop = !p.may_stop_at(row.output_index) && !s.stop_ids.empty();  // the stop rule: min_tokens
   s.logprobs = p.logprobs;
+  s.logit_bias = logit_bias_of(p, vocab_size);
   return s;
 }
 
@@ -167,7 +185,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
     if (row.sample) {
       input.sample_rows.push_back(flat - 1);
       rows.push_back(SampledToken{.seq_id = row.seq_id, .epoch = row.epoch, .token_id = 0});
-      sampling.push_back(sampling_row(row, out.eos_token_id));
+      sampling.push_back(sampling_row(row, out.eos_token_id, config().vocab_size));
     }
   }
   model::ForwardBatch batch = model::ForwardBatch::build(input, options_.device);

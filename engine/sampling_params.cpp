@@ -27,6 +27,15 @@ std::string SamplingParams::validation_error() const {
   if (logprobs < -1 || logprobs > kMaxLogprobs) {
     return concat("logprobs must be -1 (none) or in [0, ", kMaxLogprobs, "], got ", logprobs);
   }
+  for (const auto& [token, bias] : logit_bias) {
+    if (token < 0 || !std::isfinite(bias))
+      return concat("logit_bias needs token ids >= 0 and finite biases, got (", token, ", ", bias, ")");
+  }
+  for (const auto* ids : {&allowed_token_ids, &banned_token_ids}) {
+    for (int32_t id : *ids) {
+      if (id < 0) return concat(ids == &allowed_token_ids ? "allowed" : "banned", "_token_ids must be >= 0, got ", id);
+    }
+  }
   return {};
 }
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deepinfer::engine {
@@ -27,6 +28,13 @@ struct SamplingParams {
   bool ignore_eos = false;              // EOS is then an ordinary token
   int32_t min_tokens = 0;               // [0, max_tokens]: no EOS/stop finish before this many outputs
   int32_t logprobs = -1;                // -1 = none, 0 = chosen token only, N <= kMaxLogprobs = top N too
+  // Added to the logits before sampling (logprobs stay of the raw logits): (token, finite bias),
+  // unique tokens. banned_token_ids are never sampled; a non-empty allowed_token_ids bans every
+  // other token (the model runner expands it per row and step: O(vocab), for small vocabularies
+  // or few such requests).
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  std::vector<int32_t> allowed_token_ids;
+  std::vector<int32_t> banned_token_ids;
 
   // "" when valid, else one sentence naming the first bad field and its value.
   std::string validation_error() const;

@@ -160,15 +160,31 @@ JsonWriter& JsonWriter::value(uint64_t number) {
   return *this;
 }
 
-JsonWriter& JsonWriter::value(double number) {
-  separate();
+namespace {
+
+// The shortest text that reads back as the same double / float (std::to_chars); null if not finite.
+template <typename Number>
+void append_number(std::string& out, Number number) {
   if (!std::isfinite(number)) {
-    out_ += "null";
-    return *this;
+    out += "null";
+    return;
   }
   char buffer[32];
   auto result = std::to_chars(buffer, buffer + sizeof(buffer), number);
-  out_.append(buffer, result.ptr);
+  out.append(buffer, result.ptr);
+}
+
+}  // namespace
+
+JsonWriter& JsonWriter::value(double number) {
+  separate();
+  append_number(out_, number);
+  return *this;
+}
+
+JsonWriter& JsonWriter::value(float number) {
+  separate();
+  append_number(out_, number);
   return *this;
 }
 

@@ -25,6 +25,7 @@ class JsonWriter final {
   JsonWriter& value(uint64_t number);
   JsonWriter& value(int number) { return value(static_cast<int64_t>(number)); }
   JsonWriter& value(double number);  // shortest round-trip form; non-finite becomes null
+  JsonWriter& value(float number);   // shortest form that round-trips as a float; non-finite becomes null
   JsonWriter& value(bool flag);
   JsonWriter& null();
   JsonWriter& raw(std::string_view json);  // an already-serialized JSON value

@@ -57,27 +57,77 @@ std::string json_without_field(const std::string& json, std::string_view field) 
   return out + "}";
 }
 
+namespace {
+
+// Two texts that differ, each shortened around the first byte where they part (so a long
+// value shows its difference, not just its start).
+std::string show_difference(const std::string& a, const std::string& b) {
+  std::size_t at = 0;
+  while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+  const std::size_t from = at > 30 ? at - 30 : 0;
+  auto cut = [from](const std::string& text) {
+    std::string part = text.substr(std::min(from, text.size()), 60);
+    return (from > 0 ? "..." : "") + part + (from + 60 < text.size() ? "..." : "");
+  };
+  return cut(a) + " vs " + cut(b);
+}
+
+std::string missing_field(const std::string& path, bool has_a, simdjson::dom::element va, bool has_b, simdjson::dom::element vb) {
+  return "field '" + path + "': " + (has_a ? shorten(simdjson::minify(va)) : "(absent)") + " vs " +
+         (has_b ? shorten(simdjson::minify(vb)) : "(absent)");
+}
+
+// The path of the first difference between two JSON values ("job.inputs[0].sha256") and the
+// two values there; empty if equal. Objects are compared key by key (a's order, then b's new
+// keys; top-level keys in `ignore` skipped), arrays element by element, anything else by its
+// minified text.
+std::string value_difference(simdjson::dom::element a, simdjson::dom::element b, const std::string& path,
+                             std::initializer_list<std::string_view> ignore) {
+  using simdjson::dom::element_type;
+  if (a.type() == element_type::OBJECT && b.type() == element_type::OBJECT) {
+    const simdjson::dom::object oa = a.get_object().value_unsafe(), ob = b.get_object().value_unsafe();
+    std::vector<std::string> order;
+    for (auto field : oa) order.emplace_back(field.key);
+    for (auto field : ob)
+      if (std::find(order.begin(), order.end(), field.key) == order.end()) order.emplace_back(field.key);
+    for (const auto& key : order) {
+      if (path.empty() && std::find(ignore.begin(), ignore.end(), key) != ignore.end()) continue;
+      simdjson::dom::element va, vb;
+      const bool has_a = oa[key].get(va) == simdjson::SUCCESS;
+      const bool has_b = ob[key].get(vb) == simdjson::SUCCESS;
+      const std::string where = path.empty() ? key : path + "." + key;
+      if (!has_a || !has_b) return missing_field(where, has_a, va, has_b, vb);
+      std::string diff = value_difference(va, vb, where, {});
+      if (!diff.empty()) return diff;
+    }
+    return "";
+  }
+  if (a.type() == element_type::ARRAY && b.type() == element_type::ARRAY) {
+    const simdjson::dom::array xs = a.get_array().value_unsafe(), ys = b.get_array().value_unsafe();
+    auto x = xs.begin(), y = ys.begin();
+    for (std::size_t index = 0; x != xs.end() && y != ys.end(); ++x, ++y, ++index) {
+      std::string diff = value_difference(*x, *y, path + "[" + std::to_string(index) + "]", {});
+      if (!diff.empty()) return diff;
+    }
+    if (xs.size() != ys.size())
+      return "field '" + path + "': " + std::to_string(xs.size()) + " vs " + std::to_string(ys.size()) + " elements";
+    return "";
+  }
+  const std::string ta = simdjson::minify(a), tb = simdjson::minify(b);
+  return ta == tb ? "" : "field '" + path + "': " + show_difference(ta, tb);
+}
+
+}  // namespace
+
 std::string first_field_difference(const std::string& json_a, const std::string& json_b, std::initializer_list<std::string_view> ignore) {
   if (json_a == json_b) return "";
   simdjson::dom::parser parser_a, parser_b;
-  simdjson::dom::object a, b;
-  if (parser_a.parse(json_a).get(a) || parser_b.parse(json_b).get(b)) return "record text: " + shorten(json_a) + " vs " + shorten(json_b);
-  std::set<std::string> keys;
-  std::vector<std::string> order;
-  for (auto field : a)
-    if (keys.insert(std::string(field.key)).second) order.emplace_back(field.key);
-  for (auto field : b)
-    if (keys.insert(std::string(field.key)).second) order.emplace_back(field.key);
-  for (const auto& key : order) {
-    if (std::find(ignore.begin(), ignore.end(), key) != ignore.end()) continue;
-    simdjson::dom::element va, vb;
-    const bool has_a = a[key].get(va) == simdjson::SUCCESS;
-    const bool has_b = b[key].get(vb) == simdjson::SUCCESS;
-    const std::string ta = has_a ? simdjson::minify(va) : "(absent)";
-    const std::string tb = has_b ? simdjson::minify(vb) : "(absent)";
-    if (ta != tb) return "field '" + key + "': " + shorten(ta) + " vs " + shorten(tb);
-  }
-  return ignore.size() ? "" : "key order or formatting";
+  simdjson::dom::element a, b;
+  if (parser_a.parse(json_a).get(a) || parser_b.parse(json_b).get(b) || a.type() != simdjson::dom::element_type::OBJECT ||
+      b.type() != simdjson::dom::element_type::OBJECT)
+    return "record text: " + show_difference(json_a, json_b);
+  const std::string diff = value_difference(a, b, "", ignore);
+  return diff.empty() && ignore.size() == 0 ? "key order or formatting" : diff;
 }
 
 VerifyReport verify_output_dirs(const std::string& dir_a, const std::string& dir_b) {

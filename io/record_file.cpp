@@ -4,6 +4,9 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
@@ -74,16 +77,28 @@ void RecordWriter::append(std::string_view json) {
   pending_.append(json);
   pending_ += '\n';
   ++records_;
-  if (++pending_records_ >= options_.records_per_frame) flush();
+  if (++pending_records_ >= options_.records_per_frame) write_frame();
 }
 
 void RecordWriter::flush() {
+  write_frame();
+  sync();
+}
+
+void RecordWriter::sync() {
+  if (file_ && unsynced_) {
+    file_->sync();
+    unsynced_ = false;
+  }
+}
+
+void RecordWriter::write_frame() {
   if (!file_ || pending_.empty()) return;
   std::string frame(ZSTD_compressBound(pending_.size()), '\0');
   const std::size_t size = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), frame.data(), frame.size(), pending_.data(), pending_.size());
   if (ZSTD_isError(size)) throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(size));
   file_->write(frame.data(), size);
-  file_->sync();
+  unsynced_ = true;
   pending_.clear();
   pending_records_ = 0;
 }
@@ -95,15 +110,34 @@ void RecordWriter::close() {
   file_.reset();
 }
 
-RecordReader::RecordReader(const std::string& path, bool recover) : path_(path), recover_(recover) { data_ = read_file(path); }
+RecordReader::RecordReader(const std::string& path, bool recover) : path_(path), recover_(recover), file_(std::fopen(path.c_str(), "rb")) {
+  if (!file_) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+}
 
-RecordReader::~RecordReader() = default;
+RecordReader::~RecordReader() {
+  if (file_) std::fclose(file_);
+}
+
+// Reads up to `bytes` more of the file into data_ (dropping what earlier frames used); false at its end.
+bool RecordReader::read_more(std::size_t bytes) {
+  data_.erase(0, data_pos_);
+  data_pos_ = 0;
+  const std::size_t old_size = data_.size();
+  data_.resize(old_size + bytes);
+  const std::size_t got = std::fread(data_.data() + old_size, 1, bytes, file_);
+  data_.resize(old_size + got);
+  if (std::ferror(file_)) throw std::runtime_error("cannot read " + path_ + ": " + std::strerror(errno));
+  return got > 0;
+}
 
 bool RecordReader::load_frame() {
-  if (offset_ >= data_.size()) return false;
-  const char* at = data_.data() + offset_;
-  const std::size_t remaining = data_.size() - offset_;
-  const std::size_t compressed = ZSTD_findFrameCompressedSize(at, remaining);
+  // The next whole frame in data_: read on while it is cut off and the file goes on.
+  std::size_t compressed = ZSTD_findFrameCompressedSize(data_.data() + data_pos_, data_.size() - data_pos_);
+  while (ZSTD_isError(compressed) && read_more(std::max<std::size_t>(std::size_t{1} << 20, data_.size()))) {
+    compressed = ZSTD_findFrameCompressedSize(data_.data() + data_pos_, data_.size() - data_pos_);
+  }
+  if (data_pos_ == data_.size()) return false;  // the end of the file, between frames
+  const char* at = data_.data() + data_pos_;
   std::string problem;
   if (ZSTD_isError(compressed)) {
     problem = "incomplete or damaged zstd frame at byte " + std::to_string(offset_) + " (" + ZSTD_getErrorName(compressed) + ")";
@@ -121,6 +155,7 @@ bool RecordReader::load_frame() {
     return false;
   }
   offset_ += compressed;
+  data_pos_ += compressed;
   frame_pos_ = 0;
   return true;
 }

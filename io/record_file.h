@@ -6,6 +6,7 @@
 // Owns: framing and compression. Does not own: what a record says.
 
 #include <cstddef>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -27,18 +28,24 @@ class RecordWriter final {
   static std::unique_ptr<RecordWriter> resume(std::string path, std::size_t valid_bytes, Options options);
   ~RecordWriter();
 
-  void append(std::string_view json);  // one record, without newline
-  void flush();                        // writes pending records as one frame and fsyncs
-  void close();                        // flush, then rename PATH.partial to PATH
+  // One record, without newline. Every records_per_frame records are written out as a frame
+  // (into the page cache: they survive a kill of the process, not a power cut).
+  void append(std::string_view json);
+  void flush();                                                     // writes pending records as one frame and fsyncs everything written
+  void sync();                                                      // fsyncs the frames written so far (pending records stay pending)
+  std::size_t pending_records() const { return pending_records_; }  // appended, not yet in a frame
+  void close();                                                     // flush, then rename PATH.partial to PATH
   std::size_t records_written() const { return records_; }
 
  private:
   RecordWriter(std::string path, Options options, bool truncate);
+  void write_frame();
   Options options_;
   std::unique_ptr<DurableFile> file_;
   std::string pending_;
   std::size_t pending_records_ = 0;
   std::size_t records_ = 0;
+  bool unsynced_ = false;  // frames written since the last fsync
   void* cctx_ = nullptr;
 };
 
@@ -59,10 +66,13 @@ class RecordReader final {
 
  private:
   bool load_frame();
+  bool read_more(std::size_t bytes);
   std::string path_;
   bool recover_;
-  std::string data_;  // the whole compressed file (frames are decoded one at a time)
-  std::size_t offset_ = 0;
+  std::FILE* file_ = nullptr;
+  std::string data_;          // compressed bytes read and not yet decoded: about one frame
+  std::size_t data_pos_ = 0;  // where the next frame starts in data_
+  std::size_t offset_ = 0;    // where it starts in the file
   std::string frame_;
   std::size_t frame_pos_ = 0;
   std::string problem_;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace deepinfer::io {
@@ -17,10 +18,19 @@ struct InputLocation {
   int64_t line = 0;  // 1-based
 };
 
+// Which form a request line had: the native one, an OpenAI batch line for /v1/completions, or
+// one for /v1/chat/completions (without or with thinking). Results keep it ("api"), so that
+// `cat --format openai` answers each line in its own API's shape.
+inline constexpr const char* kApiNative = "native";
+inline constexpr const char* kApiCompletions = "completions";
+inline constexpr const char* kApiChat = "chat";
+inline constexpr const char* kApiChatThinking = "chat-thinking";
+
 // Defaults follow the OpenAI completions API where it has one.
 struct RequestLine {
   std::string id;  // "id" / "custom_id"; default "<file>:<line>"
   InputLocation input;
+  std::string api = kApiNative;
   std::vector<int32_t> prompt_token_ids;   // a text prompt's ids once the reader tokenized it
   std::optional<std::string> prompt_text;  // the text of a text prompt
   bool add_special_tokens = true;          // text prompts: apply the tokenizer's template (BOS)
@@ -34,7 +44,11 @@ struct RequestLine {
   std::vector<std::string> stop;  // stop strings (non-empty); need the tokenizer
   bool ignore_eos = false;
   int64_t min_tokens = 0;  // <= max_tokens
-  int64_t logprobs = 0;    // top-N logprobs per token, 0..20
+  // Per output token: absent/null = none, 0 = the chosen token's logprob, N = also the top N (<= 20).
+  std::optional<int64_t> logprobs;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), ids ascending
+  std::vector<int32_t> allowed_token_ids;             // non-empty: only these may be sampled
+  std::vector<int32_t> banned_token_ids;              // never sampled
 };
 
 struct RequestError {

@@ -1,6 +1,8 @@
 #include "io/request_reader.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +12,7 @@
 
 #include <simdjson.h>
 
+#include "io/chat_format.h"
 #include "io/tokenizer.h"
 
 namespace deepinfer::io {
@@ -104,6 +107,31 @@ void read_prompt(element value, std::string_view field, RequestLine* request, in
   }
 }
 
+// "logit_bias": {"TOKEN_ID": BIAS, ...} as in the OpenAI API (keys are decimal token ids, biases
+// in [-100, 100]) or null; sorted by token id.
+std::vector<std::pair<int32_t, float>> get_logit_bias(element value, int64_t vocab_size) {
+  std::vector<std::pair<int32_t, float>> bias;
+  if (value.type() == element_type::NULL_VALUE) return bias;
+  object entries;
+  if (value.get(entries)) bad_type("logit_bias", value, "an object of token id -> bias");
+  const int64_t hi = vocab_size > 0 ? vocab_size - 1 : std::numeric_limits<int32_t>::max();
+  for (auto entry : entries) {
+    const std::string key(entry.key);
+    int64_t id = -1;
+    const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (error != std::errc() || end != key.data() + key.size() || key.empty() || id < 0 || id > hi)
+      throw BadRequest{"field 'logit_bias' key \"" + key + "\" is not a token id in [0, " + std::to_string(hi) + "]"};
+    const double b = get_number("logit_bias[\"" + key + "\"]", entry.value);
+    if (b < -100 || b > 100)
+      throw BadRequest{"field 'logit_bias[\"" + key + "\"]' = " + show(entry.value) + " is out of range [-100, 100]"};
+    bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(b));
+  }
+  std::sort(bias.begin(), bias.end());
+  for (std::size_t i = 1; i < bias.size(); ++i)
+    if (bias[i].first == bias[i - 1].first) throw BadRequest{"field 'logit_bias' names token " + std::to_string(bias[i].first) + " twice"};
+  return bias;
+}
+
 // "stop": a string, an array of strings, or null; each string non-empty.
 std::vector<std::string> get_stop_strings(element value) {
   std::vector<std::string> stops;
@@ -143,14 +171,101 @@ void tokenize_prompt(RequestLine* request, const RequestParseOptions& options) {
   }
 }
 
+// The fields only a chat request has (or spells its own way), gathered while reading its body.
+struct ChatFields {
+  std::vector<ChatMessage> messages;
+  bool thinking = false;
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
+};
+
+// A message's "content": a string, or an array of {"type": "text", "text": ...} parts (joined).
+std::string message_content(element value, const std::string& where) {
+  if (value.type() == element_type::STRING) return std::string(value.get_string().value());
+  simdjson::dom::array parts;
+  if (value.get(parts)) bad_type(where + ".content", value, "a string or an array of text parts");
+  std::string text;
+  for (element part : parts) {
+    std::string_view type, part_text;
+    if (part["type"].get(type) || type != "text" || part["text"].get(part_text))
+      throw BadRequest{"field '" + where + ".content' has a part that is not {\"type\": \"text\", \"text\": ...}: " + show(part)};
+    text += part_text;
+  }
+  return text;
+}
+
+std::vector<ChatMessage> get_messages(element value) {
+  simdjson::dom::array array;
+  if (value.get(array)) bad_type("messages", value, "an array of messages");
+  std::vector<ChatMessage> messages;
+  for (element item : array) {
+    const std::string where = "messages[" + std::to_string(messages.size()) + "]";
+    object message;
+    if (item.get(message)) bad_type(where, item, "an object");
+    ChatMessage m;
+    for (auto field : message) {
+      if (field.key == "role") {
+        std::string_view role;
+        if (field.value.get(role)) bad_type(where + ".role", field.value, "a string");
+        m.role = std::string(role);
+      } else if (field.key == "content") {
+        m.content = message_content(field.value, where);
+      } else if (field.key != "name" && field.key != "reasoning_content") {
+        throw BadRequest{"unknown field '" + where + "." + std::string(field.key) + "'"};
+      }
+    }
+    if (m.role.empty()) throw BadRequest{"field '" + where + "' has no 'role'"};
+    messages.push_back(std::move(m));
+  }
+  return messages;
+}
+
+// A chat body's own fields; false for the others (read as in a completion).
+bool read_chat_field(std::string_view key, element value, RequestLine* request, ChatFields* chat) {
+  if (key == "messages") {
+    chat->messages = get_messages(value);
+  } else if (key == "thinking") {
+    chat->thinking = get_bool(key, value);
+  } else if (key == "logprobs") {
+    chat->logprobs = value.type() != element_type::NULL_VALUE && get_bool(key, value);
+  } else if (key == "top_logprobs") {
+    chat->top_logprobs = get_int(key, value, 0, 20);
+  } else if (key == "max_completion_tokens") {
+    request->max_tokens = get_int(key, value, 1, 1 << 20);
+  } else if (key == "prompt" || key == "prompt_token_ids") {
+    throw BadRequest{"field 'body." + std::string(key) + "' is not part of a chat request; give 'messages'"};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The chat request's prompt text in DeepSeek-V4's format (chat_format.h), and its logprobs.
+void finish_chat(const ChatFields& chat, RequestLine* request) {
+  try {
+    request->prompt_text = render_deepseek_chat(chat.messages, chat.thinking);
+  } catch (const std::invalid_argument& error) {
+    throw BadRequest{error.what()};
+  }
+  request->add_special_tokens = false;  // the text starts with its BOS
+  if (chat.thinking) request->api = kApiChatThinking;
+  if (chat.top_logprobs > 0 && !chat.logprobs) throw BadRequest{"field 'top_logprobs' needs 'logprobs': true"};
+  if (chat.logprobs) request->logprobs = chat.top_logprobs;
+}
+
 // The sampling and prompt fields, shared by the native form and the OpenAI batch body.
 void read_fields(object fields, RequestLine* request, const RequestParseOptions& options, bool openai_body) {
   bool have_prompt = false;
+  ChatFields chat;
   std::set<std::string_view> seen;
   for (auto field : fields) {
     const std::string_view key = field.key;
     const element value = field.value;
     if (!seen.insert(key).second) throw BadRequest{"field '" + std::string(key) + "' appears twice"};
+    if (request->api == kApiChat && read_chat_field(key, value, request, &chat)) {
+      have_prompt |= key == "messages";
+      continue;
+    }
     if (key == "id" || key == "custom_id" || key == "method" || key == "url" || key == "body") {
       if (openai_body) throw BadRequest{"field 'body." + std::string(key) + "' is not allowed inside body"};
       continue;  // handled by the caller
@@ -194,6 +309,10 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     } else if (key == "logprobs") {
       if (value.type() == element_type::NULL_VALUE) continue;
       request->logprobs = get_int(key, value, 0, 20);
+    } else if (key == "logit_bias") {
+      request->logit_bias = get_logit_bias(value, options.vocab_size);
+    } else if (key == "allowed_token_ids" || key == "banned_token_ids") {
+      (key == "allowed_token_ids" ? request->allowed_token_ids : request->banned_token_ids) = get_token_ids(key, value, options.vocab_size);
     } else if (key == "model" || key == "user") {
       continue;  // accepted and ignored: the job's model is fixed
     } else if (key == "n") {
@@ -212,14 +331,51 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
       throw BadRequest{"unknown field '" + std::string(openai_body ? "body." : "") + std::string(key) + "'"};
     }
   }
-  if (!have_prompt) throw BadRequest{"missing 'prompt_token_ids' (or 'prompt')"};
+  if (!have_prompt) throw BadRequest{request->api == kApiChat ? "missing 'messages'" : "missing 'prompt_token_ids' (or 'prompt')"};
+  const auto& banned = request->banned_token_ids;
+  if (!request->allowed_token_ids.empty() &&
+      std::all_of(request->allowed_token_ids.begin(), request->allowed_token_ids.end(),
+                  [&](int32_t id) { return std::find(banned.begin(), banned.end(), id) != banned.end(); }))
+    throw BadRequest{"every id in 'allowed_token_ids' is banned: no token could be sampled"};
   if (request->min_tokens > request->max_tokens)
     throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) +
                      " exceeds max_tokens = " + std::to_string(request->max_tokens)};
+  if (request->api == kApiChat) finish_chat(chat, request);
   if (request->prompt_text) tokenize_prompt(request, options);
 }
 
 std::string location_id(const InputLocation& where) { return where.file + ":" + std::to_string(where.line); }
+
+// The first integer literal outside strings that no 64-bit type holds (shortened), or "".
+// simdjson rejects such a number; this names it instead of calling the line invalid JSON.
+std::string oversized_integer(std::string_view line) {
+  bool in_string = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c != '-' && (c < '0' || c > '9')) continue;
+    std::size_t end = i + (c == '-');
+    while (end < line.size() && line[end] >= '0' && line[end] <= '9') ++end;
+    const bool integer = end == line.size() || (line[end] != '.' && line[end] != 'e' && line[end] != 'E');
+    const std::string_view digits = line.substr(i + (c == '-'), end - i - (c == '-'));
+    const std::string_view limit = c == '-' ? "9223372036854775808" : "18446744073709551615";
+    const bool too_big =
+        !digits.empty() && digits[0] != '0' && (digits.size() > limit.size() || (digits.size() == limit.size() && digits > limit));
+    if (integer && too_big) {
+      const std::string_view text = line.substr(i, end - i);
+      return text.size() > 40 ? std::string(text.substr(0, 37)) + "..." : std::string(text);
+    }
+    i = end - 1;
+  }
+  return "";
+}
 
 }  // namespace
 
@@ -236,6 +392,8 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
     element root;
     if (auto error = parser.parse(padded).get(root)) {
       if (error == simdjson::UTF8_ERROR) throw BadRequest{"invalid UTF-8"};
+      const std::string big = error == simdjson::NUMBER_ERROR ? oversized_integer(line) : "";
+      if (!big.empty()) throw BadRequest{"integer " + big + " is outside the 64-bit range [-2^63, 2^64-1]"};
       throw BadRequest{std::string("invalid JSON: ") + simdjson::error_message(error)};
     }
     object fields;
@@ -257,8 +415,10 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
       if (fields["method"].get(method) == simdjson::SUCCESS && (method.get(text) || text != "POST"))
         throw BadRequest{"field 'method' must be \"POST\", got " + show(method)};
       if (fields["url"].get(url) || url.get(text)) throw BadRequest{"missing string field 'url' (\"/v1/completions\")"};
-      if (text != "/v1/completions")
-        throw BadRequest{"field 'url' = \"" + std::string(text) + "\" is not supported; only \"/v1/completions\""};
+      if (text != "/v1/completions" && text != "/v1/chat/completions")
+        throw BadRequest{"field 'url' = \"" + std::string(text) +
+                         "\" is not supported; only \"/v1/completions\" and \"/v1/chat/completions\""};
+      request.api = text == "/v1/completions" ? kApiCompletions : kApiChat;
       object body_fields;
       if (fields["body"].get(body) || body.get(body_fields)) throw BadRequest{"missing object field 'body'"};
       for (auto field : fields) {
@@ -278,9 +438,21 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
   return request;
 }
 
+void check_input_files(const std::vector<std::string>& files) {
+  for (const std::string& path : files) {
+    std::error_code error;
+    const auto status = std::filesystem::status(path, error);
+    if (std::filesystem::is_directory(status)) throw std::invalid_argument("input " + path + " is a directory, not a JSONL file");
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) throw std::invalid_argument("cannot open input " + path + ": " + std::strerror(errno));
+    std::fclose(file);
+  }
+}
+
 RequestReader::RequestReader(std::vector<std::string> files, Options options)
-    : files_(std::move(files)), options_(options), buffer_(1 << 20) {
+    : files_(std::move(files)), options_(options), buffer_(1 << 20), seen_ids_(options_.ids) {
   if (files_.empty()) throw std::invalid_argument("RequestReader: no input files");
+  check_input_files(files_);
   for (const std::string& path : files_) {
     std::error_code error;  // a missing file is reported when it is opened
     const bool regular = std::filesystem::is_regular_file(path, error);
@@ -373,11 +545,11 @@ bool RequestReader::next(RequestItem* item) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
     *item = parse_request_line(line, where, options_.parse);
     if (auto* request = std::get_if<RequestLine>(item)) {
-      auto [it, inserted] = seen_ids_.emplace(request->id, where);
-      if (!inserted) {
-        *item = RequestError{request->id, where,
-                             where.file + ":" + std::to_string(where.line) + ": duplicate id '" + request->id + "' (first at " +
-                                 it->second.file + ":" + std::to_string(it->second.line) + ")"};
+      const auto first = seen_ids_.insert(request->id, {static_cast<uint32_t>(file_index_), line_number_});
+      if (first) {  // the error record takes the line's location as its id: ids stay unique
+        *item = RequestError{location_id(where), where,
+                             location_id(where) + ": duplicate id '" + request->id + "' (first at " + files_[first->file] + ":" +
+                                 std::to_string(first->line) + ")"};
       }
     }
     return true;

@@ -1,6 +1,6 @@
 #pragma once
 // Streams JSONL request files, one line at a time (bounded memory: a line is parsed and
-// handed out before the next is read). Every non-blank line yields either a RequestLine or
+// handed out before the next is read, and the ids seen live on disk, seen_ids.h). Every non-blank line yields either a RequestLine or
 // a RequestError; the job goes on after an error. See docs/input-format.md for the
 // accepted forms and what each kind of bad input becomes.
 
@@ -9,11 +9,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <variant>
 #include <vector>
 
 #include "io/request.h"
+#include "io/seen_ids.h"
 
 namespace deepinfer::io {
 
@@ -37,11 +37,16 @@ struct RequestParseOptions {
 // Thread-safe (one simdjson parser per thread).
 RequestItem parse_request_line(std::string_view line, const InputLocation& where, const RequestParseOptions& options);
 
+// Throws std::invalid_argument naming the first path that is a directory or cannot be opened
+// for reading, so a job can refuse its inputs before it creates anything.
+void check_input_files(const std::vector<std::string>& files);
+
 class RequestReader final {
  public:
   struct Options {
     RequestParseOptions parse;
     std::size_t max_line_bytes = 64u << 20;  // longer lines become an error record
+    SeenIds::Options ids;                    // duplicate-id detection (bounded memory; seen_ids.h)
   };
   RequestReader(std::vector<std::string> files, Options options);
   ~RequestReader();
@@ -73,7 +78,7 @@ class RequestReader final {
   int64_t lines_read_ = 0;
   int64_t bytes_read_ = 0;
   int64_t total_bytes_ = 0;
-  std::unordered_map<std::string, InputLocation> seen_ids_;  // duplicate detection
+  SeenIds seen_ids_;  // duplicate detection
 };
 
 }  // namespace deepinfer::io

@@ -1,5 +1,6 @@
-// `deepinfer cat DIR`: every record of a finished job, in global input order, as JSONL on
-// stdout. The ranks' results files are merged by the inverse of pipeline::OwnerRank:
+// `deepinfer cat DIR [--format jsonl|openai]`: every record of a finished job, in global input
+// order, as JSONL on stdout: the records themselves, or OpenAI batch output lines
+// (pipeline/openai_output.h). The ranks' results files are merged by the inverse of pipeline::OwnerRank:
 // replaying the sharding with each record's num_prompt_tokens says whose record comes next.
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "launch/args.h"
 #include "launch/commands.h"
 #include "pipeline/job_files.h"
+#include "pipeline/openai_output.h"
 #include "pipeline/sharding.h"
 
 namespace deepinfer::launch {
@@ -49,8 +51,10 @@ int64_t prompt_tokens_of(const std::string& record) {
 }  // namespace
 
 int cat_command(int argc, char** argv) {
-  Args args(argc, argv, 2, {}, {});
-  if (args.positionals().size() != 1) throw std::invalid_argument("usage: deepinfer cat DIR");
+  Args args(argc, argv, 2, {"format"}, {});
+  if (args.positionals().size() != 1) throw std::invalid_argument("usage: deepinfer cat DIR [--format jsonl|openai]");
+  const std::string format = args.get_or("format", "jsonl");
+  if (format != "jsonl" && format != "openai") throw std::invalid_argument("--format must be jsonl or openai, got '" + format + "'");
   const std::string dir = args.positionals()[0];
   const int world = results_world_size(dir);
   std::vector<std::unique_ptr<io::RecordReader>> readers;
@@ -62,12 +66,13 @@ int cat_command(int argc, char** argv) {
   }
   std::string record;
   pipeline::OwnerRank owner(world);
-  for (;;) {
+  for (int64_t n = 1;; ++n) {
     // The owner of the next item is known before the item; its record tells the item's tokens.
     const int rank = owner.peek();
     if (!readers[static_cast<std::size_t>(rank)]->next(&record)) break;
     owner.next(prompt_tokens_of(record));
-    std::fwrite(record.data(), 1, record.size(), stdout);
+    const std::string line = format == "openai" ? pipeline::openai_batch_line(record, n) : record;
+    std::fwrite(line.data(), 1, line.size(), stdout);
     std::fputc('\n', stdout);
   }
   for (int rank = 0; rank < world; ++rank)

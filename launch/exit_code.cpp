@@ -8,6 +8,11 @@
 
 namespace deepinfer::launch {
 
+int exit_code_of(const std::exception& error) {
+  if (dynamic_cast<const InternalError*>(&error)) return kExitError;
+  return dynamic_cast<const std::invalid_argument*>(&error) ? kExitBadArguments : kExitError;
+}
+
 int run_reporting_errors(const std::string& name, const std::function<int()>& command) {
   try {
     return command();

@@ -1,4 +1,5 @@
 // `deepinfer generate`, `deepinfer bench` and `deepinfer init-model`.
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -9,8 +10,10 @@
 #include "engine/model_runner.h"
 #include "io/durable_file.h"
 #include "io/json_writer.h"
+#include "io/request_reader.h"
 #include "io/tiny_tokenizer.h"
 #include "launch/commands.h"
+#include "launch/exit_code.h"
 #include "launch/job_setup.h"
 #include "launch/mpi_session.h"
 #include "model/checkpoint_writer.h"
@@ -83,6 +86,12 @@ void finish_job(const pipeline::JobOutcome& outcome, const std::string& job_json
   const auto outcomes = mpi.gather_outcomes(outcome);
   if (mpi.rank() != 0) return;
   pipeline::write_manifest(output, job_json, mpi.world_size());
+  const bool nothing_ran = std::all_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return o.was_complete; });
+  if (nothing_ran && std::filesystem::exists(std::filesystem::path(output) / "summary.json")) {
+    // --resume of a finished job: summary.json keeps the figures of the run that did the work.
+    std::printf("nothing to do: %s already holds the finished job; summary.json kept\n", output.c_str());
+    return;
+  }
   const std::string throughput =
       pipeline::write_summary(output, outcomes,
                               mpi.world_size() > 1 ? std::to_string(mpi.world_size()) + " ranks, rank 0 on " + hardware_description(device)
@@ -105,6 +114,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   const auto inputs = args.all("input");
   if (inputs.empty()) throw std::invalid_argument("missing required option --input (may be repeated)");
   const std::string output = args.get("output");
+  io::check_input_files(inputs);  // before the model loads and the output directory exists
   const at::Device device = resolve_device(config.device, mpi.local_rank());
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 
@@ -167,7 +177,7 @@ int generate_command(int argc, char** argv) {
   try {
     return run_generate(argc, argv, mpi);
   } catch (const std::exception& error) {
-    mpi.abort_job(error.what());
+    mpi.abort_job(error.what(), exit_code_of(error));  // the exit code one rank alone would give
   }
 }
 

@@ -86,6 +86,7 @@ pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const mo
   o.overlap = config.overlap;
   o.deadline_s = config.deadline_s;
   o.progress_interval_s = config.progress_interval_s;
+  o.flush_interval_s = config.flush_interval_s;
   return o;
 }
 

@@ -27,8 +27,9 @@ constexpr const char* kUsage =
     "                    write a deterministic random checkpoint (+ the tiny tokenizer.json when it fits)\n"
     "  verify A B        compare the deterministic files of two output directories\n"
     "                    (exit 0 identical, 1 different, 2 unreadable)\n"
-    "  cat DIR           print all results of a job directory as JSONL, in global input order\n"
-    "                    (merges the ranks' results files)\n"
+    "  cat DIR [--format jsonl|openai]\n"
+    "                    print all results of a job directory as JSONL, in global input order\n"
+    "                    (merges the ranks' results files); openai: OpenAI batch output lines\n"
     "  help              this text\n";
 
 }  // namespace

@@ -21,8 +21,8 @@ bool launched_by_mpirun() {
 std::string encode(const pipeline::JobOutcome& o) {
   std::ostringstream out;
   out.precision(17);
-  out << o.interrupted << ' ' << o.records << ' ' << o.requests_run << ' ' << o.prompt_tokens << ' ' << o.output_tokens << ' ' << o.steps
-      << ' ' << o.preemptions << ' ' << o.elapsed_s << ' ' << o.mean_ttft_ms << ' ' << o.mean_tpot_ms;
+  out << o.interrupted << ' ' << o.was_complete << ' ' << o.records << ' ' << o.requests_run << ' ' << o.prompt_tokens << ' '
+      << o.output_tokens << ' ' << o.steps << ' ' << o.preemptions << ' ' << o.elapsed_s << ' ' << o.mean_ttft_ms << ' ' << o.mean_tpot_ms;
   for (const auto& reason : o.finish_reasons) out << ' ' << reason;  // "name=N", no spaces
   return out.str();
 }
@@ -30,8 +30,8 @@ std::string encode(const pipeline::JobOutcome& o) {
 pipeline::JobOutcome decode(const std::string& text) {
   std::istringstream in(text);
   pipeline::JobOutcome o;
-  in >> o.interrupted >> o.records >> o.requests_run >> o.prompt_tokens >> o.output_tokens >> o.steps >> o.preemptions >> o.elapsed_s >>
-      o.mean_ttft_ms >> o.mean_tpot_ms;
+  in >> o.interrupted >> o.was_complete >> o.records >> o.requests_run >> o.prompt_tokens >> o.output_tokens >> o.steps >> o.preemptions >>
+      o.elapsed_s >> o.mean_ttft_ms >> o.mean_tpot_ms;
   if (!in) throw std::runtime_error("cannot decode a rank's outcome: '" + text + "'");
   for (std::string reason; in >> reason;) o.finish_reasons.push_back(reason);
   return o;
@@ -56,11 +56,11 @@ MpiSession::~MpiSession() {
   if (active_) MPI_Finalize();
 }
 
-void MpiSession::abort_job(const std::string& message) const {
+void MpiSession::abort_job(const std::string& message, int exit_code) const {
   std::fprintf(stderr, "deepinfer generate: rank %d failed: %s\n", rank_, message.c_str());
   std::fflush(stderr);
-  if (active_) MPI_Abort(MPI_COMM_WORLD, 1);
-  std::_Exit(1);
+  if (active_) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
 }
 
 std::vector<pipeline::JobOutcome> MpiSession::gather_outcomes(const pipeline::JobOutcome& mine) const {

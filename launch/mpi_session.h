@@ -26,8 +26,9 @@ class MpiSession final {
   int world_size() const { return world_size_; }
   int local_rank() const { return local_rank_; }  // rank among this node's ranks; picks the GPU
 
-  // Prints "deepinfer generate: rank R failed: MESSAGE" and ends every rank (MPI_Abort, exit 1).
-  [[noreturn]] void abort_job(const std::string& message) const;
+  // Prints "deepinfer generate: rank R failed: MESSAGE" and ends every rank with exit_code
+  // (MPI_Abort; launch/exit_code.h exit_code_of gives it, as for one rank).
+  [[noreturn]] void abort_job(const std::string& message, int exit_code) const;
 
   // Rank 0 gets every rank's outcome in rank order; other ranks get {}. A collective.
   std::vector<pipeline::JobOutcome> gather_outcomes(const pipeline::JobOutcome& mine) const;

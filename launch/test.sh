@@ -40,3 +40,15 @@ jobs=$(nproc)
 cmake --build "$build" -j"$jobs"
 [ -n "${DEEPINFER_SKIP_TESTS:-}" ] && exit 0
 ctest --test-dir "$build" --output-on-failure -j"$jobs" "$@"
+
+# The torch-free suites (io, engine core) again under AddressSanitizer + UndefinedBehaviorSanitizer,
+# in their own build tree; a finding fails the run. DEEPINFER_SKIP_SANITIZE=1 leaves it out.
+[ -n "${DEEPINFER_SKIP_SANITIZE:-}" ] && exit 0
+asan=${DEEPINFER_ASAN_BUILD_DIR:-build-asan}
+[ -f "$asan/CMakeCache.txt" ] || cmake -S . -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDEEPINFER_SANITIZE=ON >/dev/null
+cmake --build "$asan" -j"$jobs" --target io_tests engine_core_tests
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for suite in io_tests engine_core_tests; do
+  echo "test.sh: $suite under ASan/UBSan"
+  (cd "$root" && DEEPINFER_SOURCE_DIR="$root" "$asan/tests/$suite" --gtest_brief=1)
+done

@@ -17,8 +17,32 @@ engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64
   params.stop_token_ids = request.stop_token_ids;
   params.ignore_eos = request.ignore_eos;
   params.min_tokens = static_cast<int32_t>(request.min_tokens);
-  params.logprobs = request.logprobs > 0 ? static_cast<int32_t>(request.logprobs) : -1;
+  params.logprobs = request.logprobs ? static_cast<int32_t>(*request.logprobs) : -1;
+  params.logit_bias = request.logit_bias;
+  params.allowed_token_ids = request.allowed_token_ids;
+  params.banned_token_ids = request.banned_token_ids;
   return params;
+}
+
+// Why a request cannot run to its max_tokens within the longest sequence the scheduler holds
+// (empty if it can). Such a request becomes an error record before it takes any resources.
+std::string length_error(const io::RequestLine& request, const engine::Scheduler& scheduler) {
+  const int64_t prompt = static_cast<int64_t>(request.prompt_token_ids.size());
+  const int64_t limit = scheduler.max_len();
+  if (prompt + request.max_tokens <= limit) return "";
+  const std::string where = request.input.file + ":" + std::to_string(request.input.line) + ": ";
+  const std::string bound = limit == scheduler.options().max_model_len ? "max-model-len " + std::to_string(limit)
+                                                                       : "the KV pool's " + std::to_string(limit) + " tokens";
+  if (prompt >= limit) return where + "prompt of " + std::to_string(prompt) + " tokens leaves no room for output within " + bound;
+  return where + "prompt of " + std::to_string(prompt) + " tokens + max_tokens " + std::to_string(request.max_tokens) + " = " +
+         std::to_string(prompt + request.max_tokens) + " exceeds " + bound + "; lower max_tokens to at most " +
+         std::to_string(limit - prompt);
+}
+
+io::RequestReader::Options reader_options(const io::RequestParseOptions& parse) {
+  io::RequestReader::Options options;  // the reader's defaults otherwise
+  options.parse = parse;
+  return options;
 }
 
 }  // namespace
@@ -26,7 +50,7 @@ engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64
 Admission::Admission(Options options, WriteRecord write)
     : options_(std::move(options)),
       write_(std::move(write)),
-      reader_(options_.inputs, {.parse = options_.parse}),
+      reader_(options_.inputs, reader_options(options_.parse)),
       owner_(options_.world_size) {}
 
 // The next item of this rank's input, skipping what a resumed run already wrote.
@@ -34,7 +58,7 @@ bool Admission::next_owned(io::RequestItem* item, int64_t* index) {
   while (reader_.next(item)) {
     if (owner_.next(sharding_tokens(*item)) != options_.rank) continue;
     *index = next_index_++;
-    if (*index >= options_.skip) return true;
+    if (*index >= options_.skip && !options_.finished_ahead.count(*index)) return true;
   }
   input_done_ = true;
   return false;
@@ -48,14 +72,22 @@ void Admission::admit(engine::Scheduler& scheduler, LiveRequests& live) {
       write_(index, error_record(*error));
       continue;
     }
-    add(scheduler, live, std::get<io::RequestLine>(item), index);
+    auto& request = std::get<io::RequestLine>(item);
+    if (const std::string error = length_error(request, scheduler); !error.empty()) {
+      write_(index, rejected_record(request, error));
+      continue;
+    }
+    add(scheduler, live, request, index);
   }
 }
 
 void Admission::add(engine::Scheduler& scheduler, LiveRequests& live, io::RequestLine& request, int64_t index) {
   const uint64_t seed = request.seed ? *request.seed : engine::derive_request_seed(options_.job_seed, request.id);
   const engine::SeqId id = scheduler.add_request(request.id, std::move(request.prompt_token_ids), to_sampling_params(request, seed));
-  LiveRequest& added = live.emplace(id, LiveRequest{index, request.input, seed, Clock::now(), std::nullopt, std::nullopt}).first->second;
+  LiveRequest& added =
+      live.emplace(id, LiveRequest{index, request.input, request.api, seed, Clock::now(), std::nullopt, std::nullopt, std::nullopt})
+          .first->second;
+  if (request.logprobs) added.logprobs.emplace();
   if (options_.parse.tokenizer) added.text.emplace(options_.parse.tokenizer, io::OutputText::Options{.stop = std::move(request.stop)});
 }
 

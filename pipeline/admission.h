@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,9 @@ class Admission final {
     io::RequestParseOptions parse;
     int rank = 0;
     int world_size = 1;
-    int64_t skip = 0;         // items of this rank a resumed run already wrote
-    std::size_t window = 16;  // waiting requests at most
+    int64_t skip = 0;                  // items of this rank a resumed run already wrote
+    std::set<int64_t> finished_ahead;  // later items it finished too (job_files.h ResumeState)
+    std::size_t window = 16;           // waiting requests at most
     uint64_t job_seed = 0;
   };
   // Where records go: (this rank's input index, record).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "engine/check.h"
 #include "pipeline/record_builder.h"
@@ -15,13 +16,14 @@ JobOutcome GenerateJob::run() {
   ENGINE_ASSERT(!started_, "GenerateJob::run() called twice");
   started_ = true;
   start_ = Clock::now();
+  io::check_input_files(o_.inputs);  // before the output directory is made
   ResumeState resume = open_results(o_.output_dir, o_.rank, o_.world_size, o_.job_json, o_.resume, {});
   if (resume.results_complete) return join_without_work(resume.records_done);
   open(std::move(resume));
   StepLoop loop(
       scheduler_, executor_, o_.overlap,
-      [this](const engine::ExecutedStep&, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing) {
-        on_processed(committed, timing);
+      [this](const engine::ExecutedStep& step, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing) {
+        on_processed(step, committed, timing);
       },
       /*lockstep=*/static_cast<bool>(o_.lockstep));
   for (;;) {
@@ -35,6 +37,7 @@ JobOutcome GenerateJob::run() {
     if (!another_step(stopping)) break;  // drain() below processes the step in flight
     loop.step();
     collect_finished();
+    flush_if_due();
     progress_.report(/*final=*/false, [this] { return progress_figures(); });
   }
   loop.drain();
@@ -46,6 +49,7 @@ JobOutcome GenerateJob::run() {
 JobOutcome GenerateJob::join_without_work(int64_t records) {
   JobOutcome outcome;
   outcome.records = records;
+  outcome.was_complete = true;
   while (o_.lockstep) {
     const LockstepFlags all = o_.lockstep({.busy = false, .stop = stop_requested()});
     if (all.stop) outcome.interrupted = true;
@@ -57,7 +61,16 @@ JobOutcome GenerateJob::join_without_work(int64_t records) {
 
 void GenerateJob::open(ResumeState resume) {
   records_before_ = resume.records_done;
-  output_.emplace(std::move(resume.writer), resume.records_done);
+  const std::string dir = o_.output_dir;
+  output_.emplace(std::move(resume.writer), resume.records_done,
+                  (std::filesystem::path(dir) / waiting_file_name(o_.rank, o_.world_size)).string());
+  std::set<int64_t> finished_ahead;
+  for (auto& [index, json] : resume.finished_ahead) {
+    finished_ahead.insert(index);
+    output_->add(index, std::move(json));
+  }
+  output_->flush();  // the waiting file was restarted: what it held is durable again at once
+  last_flush_ = Clock::now();
   metrics_ = std::make_unique<io::RecordWriter>((std::filesystem::path(o_.output_dir) / metrics_file_name(o_.rank)).string(),
                                                 io::RecordWriter::Options{.level = 3, .records_per_frame = 256});
   admission_.emplace(Admission::Options{.inputs = o_.inputs,
@@ -65,6 +78,7 @@ void GenerateJob::open(ResumeState resume) {
                                         .rank = o_.rank,
                                         .world_size = o_.world_size,
                                         .skip = resume.records_done,
+                                        .finished_ahead = std::move(finished_ahead),
                                         .window = static_cast<std::size_t>(std::max(2 * o_.scheduler.max_num_seqs, 16)),
                                         .job_seed = o_.seed},
                      [this](int64_t index, const ResultRecord& record) { write_record(index, record); });
@@ -94,13 +108,20 @@ bool GenerateJob::another_step(bool stopping) {
 }
 
 // Right after Scheduler::process committed a step's tokens: the commit point of each token.
-void GenerateJob::on_processed(const std::vector<engine::CommittedToken>& committed, const StepTiming& timing) {
+void GenerateJob::on_processed(const engine::ExecutedStep& step, const std::vector<engine::CommittedToken>& committed,
+                               const StepTiming& timing) {
   const auto now = Clock::now();
   for (const auto& token : committed) {
     auto it = live_.find(token.seq_id);
     if (it == live_.end()) continue;
     LiveRequest& request = it->second;
     if (token.output_index == 0 && !request.first_token) request.first_token = now;
+    if (request.logprobs) {
+      const auto row = static_cast<std::size_t>(token.result_row);
+      ENGINE_ASSERT(row < step.logprobs.size() && step.logprobs[row], "request ", token.seq_id, " asked for logprobs, step ",
+                    step.result.step, " has none for its row ", row);
+      request.logprobs->push_back(*step.logprobs[row]);
+    }
     if (!request.text) continue;
     // A stop string ends the request here, keeping every token up to this one; a step already
     // in flight is discarded. Below min_tokens it does not count (the engine's stop rule).
@@ -117,7 +138,8 @@ void GenerateJob::collect_finished() {
     auto it = live_.find(seq->id());
     ENGINE_ASSERT(it != live_.end(), "finished sequence ", seq->request_id(), " is unknown to the job");
     const ResultRecord record = finished_record(*seq, it->second);
-    stats_.count_finished(*seq, it->second, Clock::now());
+    // A request the scheduler refused never ran: its tokens are not throughput.
+    if (seq->finish_reason() != engine::FinishReason::kError) stats_.count_finished(*seq, it->second, Clock::now());
     write_record(it->second.index, record);
     live_.erase(it);
   }
@@ -128,12 +150,21 @@ void GenerateJob::write_record(int64_t index, const ResultRecord& record) {
   output_->add(index, to_json(record));
 }
 
+void GenerateJob::flush_if_due() {
+  const auto now = Clock::now();
+  if (std::chrono::duration<double>(now - last_flush_).count() < o_.flush_interval_s) return;
+  output_->flush();
+  metrics_->flush();
+  last_flush_ = now;
+}
+
 ProgressFigures GenerateJob::progress_figures() const {
   const auto& totals = scheduler_.metrics().totals();
   return {.rank = o_.rank,
           .elapsed_s = elapsed_s(),
           .done = output_->next_index(),
           .done_before = records_before_,
+          .waiting = static_cast<int64_t>(output_->buffered()),
           .read = admission_->items_read(),
           .bytes_read = admission_->bytes_read(),
           .total_bytes = admission_->total_bytes(),

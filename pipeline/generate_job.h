@@ -60,6 +60,10 @@ struct JobOptions {
   std::optional<double> deadline_s;                   // from the start of the run: then cancel what is left
   const std::atomic<bool>* stop_requested = nullptr;  // SIGINT/SIGTERM: stop admitting, leave a resumable dir
   double progress_interval_s = 5.0;
+  // Finished records (in order, and those waiting for an earlier one) and metrics are flushed
+  // to disk at least this often, so a kill -9 loses only what finished since (and a full disk
+  // is reported then, not at the end).
+  double flush_interval_s = 2.0;
   std::function<void(const std::string&)> progress;  // a line of progress (stderr in the CLI)
   // Each processed step with t_s, the seconds since the run started (bench's decode figures).
   std::function<void(const StepTiming&, double t_s)> on_step;
@@ -80,9 +84,10 @@ class GenerateJob final {
   bool deadline_passed() const;
   void abort_what_is_left();
   bool another_step(bool stopping);
-  void on_processed(const std::vector<engine::CommittedToken>& committed, const StepTiming& timing);
+  void on_processed(const engine::ExecutedStep& step, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing);
   void collect_finished();
   void write_record(int64_t index, const ResultRecord& record);
+  void flush_if_due();
   ProgressFigures progress_figures() const;
   JobOutcome finish();
   double elapsed_s() const;
@@ -91,6 +96,7 @@ class GenerateJob final {
   engine::StepExecutor& executor_;
   engine::Scheduler scheduler_;
   Clock::time_point start_;
+  Clock::time_point last_flush_;
   int64_t records_before_ = 0;  // complete records a resumed run started from
   // Opened by open(), unless a resumed rank has nothing left to do.
   std::optional<OrderedOutput> output_;

@@ -54,20 +54,20 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
       bool flag;
       if (value.get(flag)) fail(origin, key, "must be true or false, got " + simdjson::minify(value));
       c.overlap = flag;
-    } else if (key == "deadline_s" || key == "progress_interval_s") {
+    } else if (key == "deadline_s" || key == "progress_interval_s" || key == "flush_interval_s") {
       double number;
       if (value.is_null()) continue;
       if (value.get(number) || number < 0) fail(origin, key, "must be a non-negative number, got " + simdjson::minify(value));
       if (key == "deadline_s")
         c.deadline_s = number;
       else
-        c.progress_interval_s = number;
+        (key == "flush_interval_s" ? c.flush_interval_s : c.progress_interval_s) = number;
     } else if (key == "description") {
       continue;
     } else {
       fail(origin, key,
            "is not a job setting (known: max_num_seqs, max_num_batched_tokens, num_blocks, max_model_len, seed, "
-           "device, dtype, overlap, deadline_s, progress_interval_s, description)");
+           "device, dtype, overlap, deadline_s, progress_interval_s, flush_interval_s, description)");
     }
   }
   c.validate();

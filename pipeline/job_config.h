@@ -20,6 +20,7 @@ struct JobConfig {
   bool overlap = true;               // zero-overhead scheduling
   std::optional<double> deadline_s;  // cancel what is left after this many seconds
   double progress_interval_s = 5.0;
+  double flush_interval_s = 2.0;  // finished records reach disk at least this often
 
   // Throws std::invalid_argument naming the file, key and value.
   static JobConfig load(const std::string& path);

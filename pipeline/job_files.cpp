@@ -6,6 +6,7 @@
 
 #include "io/durable_file.h"
 #include "io/output_verify.h"
+#include "pipeline/ordered_output.h"
 
 namespace deepinfer::pipeline {
 namespace fs = std::filesystem;
@@ -21,6 +22,28 @@ std::string metrics_file_name(int rank) {
   std::snprintf(name, sizeof(name), "metrics-%05d.jsonl.zst", rank);
   return name;
 }
+
+std::string waiting_file_name(int rank, int world_size) { return "waiting" + results_file_name(rank, world_size).substr(7); }
+
+namespace {
+
+// The records of the waiting file that a resumed run still needs: index >= first. The file is
+// replaced whole (ordered_output.h); a damaged one keeps its complete frames.
+std::map<int64_t, std::string> read_finished_ahead(const std::string& path, int64_t first) {
+  std::map<int64_t, std::string> ahead;
+  if (!fs::exists(path)) return ahead;
+  io::RecordReader reader(path, /*recover=*/true);
+  std::string line, json;
+  int64_t index = 0;
+  while (reader.next(&line)) {
+    if (!parse_waiting_line(line, &index, &json))
+      throw std::runtime_error(path + ": record " + std::to_string(reader.records_read()) + " is not '<index> <record>'");
+    if (index >= first) ahead[index] = json;
+  }
+  return ahead;
+}
+
+}  // namespace
 
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options) {
@@ -59,6 +82,7 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   std::string record;
   while (reader.next(&record)) ++state.records_done;
   state.writer = io::RecordWriter::resume(results, reader.valid_bytes(), writer_options);
+  state.finished_ahead = read_finished_ahead((dir / waiting_file_name(rank, world_size)).string(), state.records_done);
   return state;
 }
 

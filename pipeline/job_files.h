@@ -3,11 +3,14 @@
 // the state a resumed rank continues from.
 //   OUT/job.json                            the job's fingerprint (written first; resume compares it)
 //   OUT/results-RRRRR-of-WWWWW.jsonl.zst   per rank, deterministic, in input order
+//   OUT/waiting-RRRRR-of-WWWWW.jsonl.zst   while running: finished records not yet in a frame
+//                                          of the results file (ordered_output.h); removed at the end
 //   OUT/metrics-RRRRR.jsonl.zst            per-step timings
 //   OUT/summary.json, OUT/manifest.json    rank 0, at the end
 // Owns: naming and the resume decision. Does not own: record contents.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -17,17 +20,22 @@ namespace deepinfer::pipeline {
 
 std::string results_file_name(int rank, int world_size);  // results-00000-of-00001.jsonl.zst
 std::string metrics_file_name(int rank);                  // metrics-00000.jsonl.zst
+std::string waiting_file_name(int rank, int world_size);  // waiting-00000-of-00001.jsonl.zst
 
 struct ResumeState {
   int64_t records_done = 0;                  // complete records already in this rank's results file
   bool results_complete = false;             // the results file was already renamed into place
   std::unique_ptr<io::RecordWriter> writer;  // continues the file (null if complete)
+  // Records past records_done that a killed run had kept in its waiting file, by this rank's
+  // input index (all >= records_done); --resume does not run them again.
+  std::map<int64_t, std::string> finished_ahead;
 };
 
 // Prepares OUT for this rank. Fresh run: refuses a directory that already holds a job.json
 // or results, then writes job.json (rank 0) and starts the results file. Resume: requires
 // job.json equal to `job_json` (else throws naming the first differing field), then keeps
-// every complete record of the results file and truncates the rest.
+// every complete record of the results file and truncates the rest, and reads back the
+// complete frames of the waiting file.
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options);
 

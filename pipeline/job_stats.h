@@ -18,6 +18,7 @@ namespace deepinfer::pipeline {
 
 struct JobOutcome {
   bool interrupted = false;   // stopped by a signal: results left resumable (.partial)
+  bool was_complete = false;  // --resume found this rank's results file complete: nothing ran
   int64_t records = 0;        // records in this rank's results file
   int64_t requests_run = 0;   // requests finished in this run (not counting resumed ones)
   int64_t prompt_tokens = 0;  // of the requests run

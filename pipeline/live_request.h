@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "engine/step_executor.h"
 #include "engine/types.h"
 #include "io/output_text.h"
 #include "io/request.h"
@@ -20,10 +23,13 @@ using Clock = std::chrono::steady_clock;
 struct LiveRequest {
   int64_t index = 0;  // position in this rank's input order
   io::InputLocation input;
+  std::string api;  // io::kApi*: the form of the request line
   uint64_t seed = 0;
   Clock::time_point added;
   std::optional<Clock::time_point> first_token;
   std::optional<io::OutputText> text;
+  // With "logprobs" asked: one entry per committed output token, in output order.
+  std::optional<std::vector<engine::RowLogprobs>> logprobs;
 };
 
 using LiveRequests = std::map<engine::SeqId, LiveRequest>;

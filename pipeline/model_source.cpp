@@ -1,6 +1,7 @@
 #include "pipeline/model_source.h"
 
 #include <filesystem>
+#include <stdexcept>
 
 #include "io/durable_file.h"
 #include "io/json_writer.h"
@@ -17,9 +18,45 @@ namespace {
 
 bool is_random(const std::string& spec) { return spec.rfind("random:", 0) == 0; }
 
-}  // namespace
+// A checkpoint folder is bad input when it is not a folder or has no config.json (reported as
+// such, not as a config that fails to parse).
+void check_checkpoint_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir))
+    throw std::invalid_argument("--model " + dir + ": not a directory (a checkpoint folder with config.json, or random:CONFIG.json)");
+  if (!fs::exists(fs::path(dir) / "config.json")) throw std::invalid_argument("--model " + dir + ": no config.json in the folder");
+}
 
-ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank, int world_size) {
+// Whether an error describes the model files (their contents), not the machine: the io and
+// loader checks name "safetensors FILE" or "checkpoint DIR". Those are bad input, as a bad
+// config.json or tokenizer.json is (exit 2); out of memory and the like stay errors (exit 1).
+bool names_model_files(const std::string& message) { return message.rfind("safetensors ", 0) == 0 || message.rfind("checkpoint", 0) == 0; }
+
+// Bad input named as such before anything is read: a checkpoint folder without config.json, a
+// random: config that is not a file.
+void check_spec(const std::string& spec) {
+  if (!is_random(spec)) {
+    check_checkpoint_dir(spec);
+  } else if (!std::filesystem::is_regular_file(spec.substr(7))) {
+    throw std::invalid_argument("--model " + spec + ": no such config file");
+  }
+}
+
+// read(), with the errors that name the model files turned into std::invalid_argument.
+template <typename Read>
+auto as_bad_input(const Read& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const std::runtime_error& error) {
+    if (names_model_files(error.what())) throw std::invalid_argument(error.what());
+    throw;
+  } catch (const c10::Error& error) {
+    if (names_model_files(error.what_without_backtrace())) throw std::invalid_argument(error.what_without_backtrace());
+    throw;
+  }
+}
+
+ModelLayout layout_unchecked(const std::string& spec, at::ScalarType dtype, int rank, int world_size) {
   ModelLayout layout;
   if (is_random(spec)) {
     const std::string config_path = spec.substr(7);
@@ -36,8 +73,8 @@ ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank
   return layout;
 }
 
-ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
-                              int world_size) {
+ModelSource load_unchecked(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
+                           int world_size) {
   ModelSource source;
   auto experts_of = [&](const model::ModelConfig& config) -> std::optional<model::ExpertRange> {
     if (world_size <= 1) return std::nullopt;
@@ -65,6 +102,19 @@ ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at:
   }
   source.fingerprint_json = w.take();
   return source;
+}
+
+}  // namespace
+
+ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank, int world_size) {
+  check_spec(spec);
+  return as_bad_input([&] { return layout_unchecked(spec, dtype, rank, world_size); });
+}
+
+ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
+                              int world_size) {
+  check_spec(spec);
+  return as_bad_input([&] { return load_unchecked(spec, dtype, device, random_seed, rank, world_size); });
 }
 
 }  // namespace deepinfer::pipeline

@@ -36,10 +36,12 @@ std::string progress_line(const ProgressFigures& f) {
   const double elapsed = std::max(f.elapsed_s, 1e-9);
   char read[64] = "";
   if (fraction >= 0) std::snprintf(read, sizeof(read), " (%.0f%% of input bytes)", 100 * fraction);
+  char waiting[48] = "";
+  if (f.waiting > 0) std::snprintf(waiting, sizeof(waiting), " (+%ld waiting)", long(f.waiting));
   char line[512];
   std::snprintf(line, sizeof(line),
-                "[rank %d] %ld done of %ld read%s | in %.0f tok/s, out %.0f tok/s | blocks %d/%d, slots %d/%d | preemptions %ld | ETA %s",
-                f.rank, long(f.done), long(f.read), read, f.prompt_tokens / elapsed, f.output_tokens / elapsed, f.blocks.num_used,
+                "[rank %d] %ld done%s of %ld read%s | in %.0f tok/s, out %.0f tok/s | blocks %d/%d, slots %d/%d | preemptions %ld | ETA %s",
+                f.rank, long(f.done), waiting, long(f.read), read, f.prompt_tokens / elapsed, f.output_tokens / elapsed, f.blocks.num_used,
                 f.blocks.num_usable, f.slots.num_used, f.slots.num_usable, long(f.preemptions), eta(f, fraction).c_str());
   return line;
 }

@@ -2,9 +2,9 @@
 // One rank's progress line. The input is read once, gradually (admission.h), so the number of
 // items is not known ahead: the line counts what has been read so far and how far through the
 // input's bytes that is, and the ETA extrapolates from the byte fraction:
-//   [rank 0] 1200 done of 1500 read (62% of input bytes) | in 900 tok/s, out 450 tok/s |
+//   [rank 0] 1200 done (+14 waiting) of 1500 read (62% of input bytes) | in 900 tok/s, out 450 tok/s |
 //   blocks 10/63, slots 8/8 | preemptions 0 | ETA 1m05s
-// (one line). This rank's items are estimated as read / fraction (the fraction is of the
+// (one line; "(+N waiting)" only while records wait). This rank's items are estimated as read / fraction (the fraction is of the
 // whole input, which every rank reads), and the ETA is the rest at this run's rate.
 // Owns: the line's format and the reporting interval. Does not own: where the figures come from.
 
@@ -23,6 +23,7 @@ struct ProgressFigures {
   double elapsed_s = 0;
   int64_t done = 0;          // records written, those of a resumed run included
   int64_t done_before = 0;   // records the run resumed from
+  int64_t waiting = 0;       // finished records waiting for an earlier one (kept in the waiting file)
   int64_t read = 0;          // this rank's items read so far
   int64_t bytes_read = 0;    // of the input, all ranks' items
   int64_t total_bytes = -1;  // -1: unknown (not a regular file): no fraction, no ETA

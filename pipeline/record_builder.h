@@ -19,6 +19,11 @@ namespace deepinfer::pipeline {
 // (also when the same token reached max_tokens, as in vLLM). Finishes request.text.
 ResultRecord finished_record(const engine::Sequence& seq, LiveRequest& request);
 
+// A parsed request the job refuses before it runs (it cannot fit max-model-len): "error"
+// with `error`, which names FILE:LINE. num_prompt_tokens is set, since `cat` replays the
+// sharding by it.
+ResultRecord rejected_record(const io::RequestLine& request, const std::string& error);
+
 // An input item not started when the deadline passed: "abort" with `error` (a reader error
 // keeps its error record). num_prompt_tokens is set, since `cat` replays the sharding by it.
 ResultRecord not_started_record(const io::RequestItem& item, const std::string& error, bool with_text);

@@ -4,11 +4,31 @@
 
 namespace deepinfer::pipeline {
 
+namespace {
+
+// [{"token": ID, "logprob": X, "top": [[ID, X], ...]}, ...], one per output token; floats in
+// their shortest round-trip form, so equal values give equal bytes.
+io::JsonWriter& write_logprobs(io::JsonWriter& w, const std::vector<int32_t>& tokens, const std::vector<engine::RowLogprobs>& logprobs) {
+  w.begin_array();
+  for (std::size_t i = 0; i < logprobs.size(); ++i) {
+    const engine::RowLogprobs& row = logprobs[i];
+    w.begin_object().key("token").value(static_cast<int64_t>(tokens[i])).key("logprob").value(row.logprob).key("top").begin_array();
+    for (std::size_t k = 0; k < row.top_ids.size(); ++k)
+      w.begin_array().value(static_cast<int64_t>(row.top_ids[k])).value(row.top_logprobs[k]).end_array();
+    w.end_array().end_object();
+  }
+  return w.end_array();
+}
+
+}  // namespace
+
 std::string to_json(const ResultRecord& r) {
   io::JsonWriter w;
   w.begin_object();
   w.key("id").value(r.id);
   w.key("input").begin_object().key("file").value(r.input.file).key("line").value(r.input.line).end_object();
+  w.key("api");
+  r.api ? w.value(*r.api) : w.null();
   w.key("seed");
   r.seed ? w.value(*r.seed) : w.null();
   w.key("finish_reason").value(r.finish_reason);
@@ -20,6 +40,8 @@ std::string to_json(const ResultRecord& r) {
   w.key("output_token_ids").array(r.output_token_ids);
   w.key("text");
   r.text ? w.value(*r.text) : w.null();
+  w.key("logprobs");
+  r.logprobs ? write_logprobs(w, r.output_token_ids, *r.logprobs) : w.null();
   w.key("steps").begin_object();
   w.key("prefill_chunks").value(r.prefill_chunks);
   w.key("first_token_step");

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/step_executor.h"
 #include "io/request.h"
 
 namespace deepinfer::pipeline {
@@ -15,6 +16,7 @@ namespace deepinfer::pipeline {
 struct ResultRecord {
   std::string id;
   io::InputLocation input;
+  std::optional<std::string> api;          // io::kApi*; null for a line that could not be read
   std::optional<uint64_t> seed;            // null for error records that never ran
   std::string finish_reason;               // "stop" | "length" | "abort" | "error"
   std::optional<std::string> stop_reason;  // the stop string that ended the request
@@ -22,6 +24,8 @@ struct ResultRecord {
   int64_t num_prompt_tokens = 0;
   std::vector<int32_t> output_token_ids;
   std::optional<std::string> text;  // decoded output (null: no tokenizer, or an error record)
+  // Asked for by the request: per output token its id, logprob and the top N (null otherwise).
+  std::optional<std::vector<engine::RowLogprobs>> logprobs;
   int64_t prefill_chunks = 0;
   std::optional<int64_t> first_token_step;
   std::optional<int64_t> finish_step;

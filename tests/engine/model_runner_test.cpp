@@ -80,5 +80,33 @@ TEST(ModelRunnerTest, TheSchedulersEosIsBannedBelowMinTokens) {
   EXPECT_EQ(t.runner.execute(prefill(2, {1}, 1, greedy(/*min_tokens=*/0), eos))->wait().result.tokens.at(0).token_id, eos);
 }
 
+// The request-level token controls reach the sampler: a banned token, a large negative bias and
+// an allowed list each move the greedy choice; the logprobs stay those of the raw logits.
+TEST(ModelRunnerTest, LogitBiasBannedAndAllowedTokensSteerTheGreedyChoice) {
+  TinyRunner t;
+  SamplingParams asks = greedy();
+  asks.logprobs = 3;
+  const ExecutedStep free = t.runner.execute(prefill(0, {1}, 1, asks))->wait();
+  const int32_t first = free.result.tokens.at(0).token_id;
+  ASSERT_TRUE(free.logprobs.at(0).has_value());
+  const int32_t second = free.logprobs[0]->top_ids.at(1);
+  ASSERT_EQ(free.logprobs[0]->top_ids.at(0), first);
+
+  SamplingParams banned = asks;
+  banned.banned_token_ids = {first};
+  const ExecutedStep without_first = t.runner.execute(prefill(1, {2}, 1, banned))->wait();
+  EXPECT_EQ(without_first.result.tokens.at(0).token_id, second);
+  EXPECT_EQ(without_first.logprobs.at(0)->top_ids.at(0), first) << "logprobs are of the raw logits";
+
+  SamplingParams biased = greedy();
+  biased.logit_bias = {{first, -100.0f}};
+  EXPECT_EQ(t.runner.execute(prefill(2, {1}, 1, biased))->wait().result.tokens.at(0).token_id, second);
+
+  SamplingParams allowed = greedy();
+  const int32_t third = free.logprobs[0]->top_ids.at(2);
+  allowed.allowed_token_ids = {third};
+  EXPECT_EQ(t.runner.execute(prefill(3, {2}, 1, allowed))->wait().result.tokens.at(0).token_id, third);
+}
+
 }  // namespace
 }  // namespace deepinfer::engine

@@ -61,6 +61,25 @@ TEST(OutputVerifyTest, MissingRecordsAndManifestDifferences) {
   EXPECT_NE(report.message.find("manifest.json differs: field 'x': 1 vs 2"), std::string::npos) << report.message;
 }
 
+TEST(OutputVerifyTest, ALongManifestFieldShowsThePathAndThePartThatDiffers) {
+  testing::TempDir tmp;
+  const std::string hash_a(64, 'a');
+  std::string hash_b = hash_a;
+  hash_b[50] = 'f';
+  auto manifest = [](const std::string& hash) {
+    return R"({"format":"x","job":{"model":{"source":"checkpoint","files":[{"name":"config.json","sha256":")" + std::string(64, '0') +
+           R"("}]},"inputs":[{"file":"in.jsonl","sha256":")" + hash + R"("}],"seed":7}})";
+  };
+  write_dir(tmp.file("a"), kRecords, manifest(hash_a));
+  write_dir(tmp.file("b"), kRecords, manifest(hash_b));
+  const auto report = verify_output_dirs(tmp.file("a"), tmp.file("b"));
+  EXPECT_EQ(report.exit_code(), 1);
+  EXPECT_NE(report.message.find("field 'job.inputs[0].sha256': "), std::string::npos) << report.message;
+  EXPECT_NE(report.message.find("aaaaf"), std::string::npos) << "the differing character is shown: " << report.message;
+  EXPECT_EQ(first_field_difference(R"({"a":[1,2]})", R"({"a":[1,2,3]})"), "field 'a': 2 vs 3 elements");
+  EXPECT_EQ(first_field_difference(R"({"a":{"b":1}})", R"({"a":{"c":1}})"), "field 'a.b': 1 vs (absent)");
+}
+
 TEST(OutputVerifyTest, UnreadableInputExitsTwo) {
   testing::TempDir tmp;
   write_dir(tmp.file("a"), kRecords, R"({"x":1})");

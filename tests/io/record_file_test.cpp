@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "io/durable_file.h"
 #include "tests/testing/temp_dir.h"
@@ -108,6 +109,35 @@ TEST(RecordFileTest, ResumeContinuesAfterTheValidPrefix) {
   for (std::size_t i = kept; i < records.size(); ++i) writer->append(records[i]);
   writer->close();
   EXPECT_EQ(read_all_records(path), records);
+}
+
+// The reader holds about one frame, not the file: frames that straddle its 1 MiB reads and a
+// frame larger than one read come back whole, and a cut-off last frame still ends recovery.
+TEST(RecordFileTest, StreamsFramesAcrossReadsOfTheFile) {
+  testing::TempDir dir;
+  std::mt19937 rng(4);
+  std::vector<std::string> records;
+  for (int i = 0; i < 3000; ++i) {
+    std::string noise(700 + rng() % 600, 'x');
+    for (char& c : noise) c = static_cast<char>('a' + rng() % 26);  // barely compressible
+    records.push_back("{\"id\":\"r" + std::to_string(i) + "\",\"noise\":\"" + noise + "\"}");
+  }
+  const std::string path = write_records(dir, "big.jsonl.zst", records, /*per_frame=*/97);
+  std::vector<std::string> huge_frame(records.begin(), records.begin() + 2000);  // ~2 MB in one frame
+  const std::string huge = write_records(dir, "huge.jsonl.zst", huge_frame, /*per_frame=*/5000);
+  ASSERT_GT(std::filesystem::file_size(path), std::size_t{1} << 20);
+  ASSERT_GT(std::filesystem::file_size(huge), std::size_t{1} << 20) << "one frame larger than a read";
+  EXPECT_EQ(read_all_records(path), records);
+  EXPECT_EQ(read_all_records(huge), huge_frame);
+  const auto size = std::filesystem::file_size(path);
+  std::filesystem::resize_file(path, size - 100);
+  RecordReader reader(path, /*recover=*/true);
+  std::string record;
+  std::size_t n = 0;
+  while (reader.next(&record)) EXPECT_EQ(record, records[n++]);
+  EXPECT_TRUE(reader.truncated());
+  EXPECT_EQ(n, records.size() - records.size() % 97) << "every complete frame, not the cut last one (3000 % 97 = 90 records)";
+  EXPECT_LT(reader.valid_bytes(), size - 100);
 }
 
 TEST(RecordFileTest, RejectsNewlineInRecord) {

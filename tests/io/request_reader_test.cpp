@@ -61,7 +61,7 @@ TEST(RequestLineTest, DefaultsAndDefaultId) {
   EXPECT_FALSE(r.seed.has_value());
   EXPECT_FALSE(r.ignore_eos);
   EXPECT_EQ(r.min_tokens, 0);
-  EXPECT_EQ(r.logprobs, 0);
+  EXPECT_FALSE(r.logprobs.has_value());
 }
 
 TEST(RequestLineTest, LargestSeedAndTopKMinusOne) {
@@ -116,7 +116,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "top_k": -2})", "field 'top_k' = -2 is out of range"},
         BadCase{R"({"prompt_token_ids": [1], "min_p": 2})", "field 'min_p' = 2 is out of range"},
         BadCase{R"({"prompt_token_ids": [1], "seed": -1})", "field 'seed' = -1"},
-        BadCase{R"({"prompt_token_ids": [1], "seed": 18446744073709551616})", "invalid JSON"},
+        BadCase{R"({"prompt_token_ids": [1], "seed": 18446744073709551616})",
+                "integer 18446744073709551616 is outside the 64-bit range [-2^63, 2^64-1]"},
+        BadCase{R"({"id": "123456789012345678901", "prompt_token_ids": [1, 2, -9223372036854775809]})",
+                "integer -9223372036854775809 is outside the 64-bit range"},
+        BadCase{R"({"id": "123456789012345678901", "prompt_token_ids": [1],)", "invalid JSON"},
         BadCase{R"({"prompt_token_ids": [1], "ignore_eos": 1})", "field 'ignore_eos' must be a boolean"},
         BadCase{R"({"prompt_token_ids": [1], "max_tokens": 4, "min_tokens": 5})", "min_tokens = 5 exceeds max_tokens = 4"},
         BadCase{R"({"prompt_token_ids": [1], "logprobs": 21})", "field 'logprobs' = 21 is out of range [0, 20]"},
@@ -129,12 +133,36 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "stop": ["a", 2]})", "field 'stop'[1] must be a string, got an integer"},
         BadCase{R"({"prompt_token_ids": [1], "stop": [""]})", "field 'stop'[0] is an empty stop string"},
         BadCase{R"({"prompt_token_ids": [1], "add_special_tokens": 1})", "field 'add_special_tokens' must be a boolean"},
-        BadCase{R"({"custom_id": "c", "url": "/v1/chat/completions", "body": {"prompt": [1]}})", "only \"/v1/completions\""},
+        BadCase{R"({"custom_id": "c", "url": "/v1/embeddings", "body": {"prompt": [1]}})",
+                "only \"/v1/completions\" and \"/v1/chat/completions\""},
         BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})",
                 "field 'method' must be \"POST\""},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions"})", "missing object field 'body'"},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "custom_id": "d"}})", "not allowed inside body"},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "best_of": 2}})", "unknown field 'body.best_of'"}));
+
+TEST(RequestLineTest, LogprobsLogitBiasAndTokenLists) {
+  auto r = std::get<RequestLine>(parse(
+      R"({"prompt_token_ids": [1], "logprobs": 0, "logit_bias": {"12": -100, "3": 2.5}, "allowed_token_ids": [3, 4], "banned_token_ids": [4]})"));
+  EXPECT_EQ(r.logprobs, 0) << "0 asks for the chosen token's logprob";
+  EXPECT_EQ(r.logit_bias, (std::vector<std::pair<int32_t, float>>{{3, 2.5f}, {12, -100.0f}}));
+  EXPECT_EQ(r.allowed_token_ids, (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(r.banned_token_ids, (std::vector<int32_t>{4}));
+  EXPECT_FALSE(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1]})")).logprobs.has_value());
+  EXPECT_FALSE(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1], "logprobs": null})")).logprobs.has_value());
+  for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"prompt_token_ids": [1], "logit_bias": {"x": 1}})", "field 'logit_bias' key \"x\" is not a token id in [0, 999]"},
+           {R"({"prompt_token_ids": [1], "logit_bias": {"1000": 1}})", "key \"1000\" is not a token id"},
+           {R"({"prompt_token_ids": [1], "logit_bias": {"5": 101}})", "field 'logit_bias[\"5\"]' = 101 is out of range [-100, 100]"},
+           {R"({"prompt_token_ids": [1], "logit_bias": {"5": 1, "05": 2}})", "names token 5 twice"},
+           {R"({"prompt_token_ids": [1], "logit_bias": [1]})", "field 'logit_bias' must be an object"},
+           {R"({"prompt_token_ids": [1], "banned_token_ids": [1000]})", "'banned_token_ids'[0] = 1000 is not a token id"},
+           {R"({"prompt_token_ids": [1], "allowed_token_ids": [2], "banned_token_ids": [2]})",
+            "every id in 'allowed_token_ids' is banned"}}) {
+    const std::string message = error_of(parse(line));
+    EXPECT_NE(message.find(expected), std::string::npos) << line << " -> " << message;
+  }
+}
 
 TEST(RequestLineTest, ErrorKeepsTheIdWhenReadable) {
   const auto item = parse(R"({"id": "keep-me", "prompt_token_ids": [1], "top_p": 3})");
@@ -256,8 +284,8 @@ TEST(RequestReaderTest, DuplicateIdsAcrossFilesAreErrors) {
   EXPECT_TRUE(std::holds_alternative<RequestLine>(items[0]));
   EXPECT_TRUE(std::holds_alternative<RequestLine>(items[1]));
   const auto& error = std::get<RequestError>(items[2]);
-  EXPECT_EQ(error.id, "x");
-  EXPECT_NE(error.message.find("duplicate id 'x' (first at " + a + ":1)"), std::string::npos) << error.message;
+  EXPECT_EQ(error.id, b + ":2") << "the error record's id is its line, so ids stay unique in the results";
+  EXPECT_NE(error.message.find(b + ":2: duplicate id 'x' (first at " + a + ":1)"), std::string::npos) << error.message;
 }
 
 TEST(RequestReaderTest, OverlongLineIsAnErrorAndTheNextLineIsRead) {
@@ -315,13 +343,57 @@ TEST(RequestReaderTest, CountsTheBytesOfTheLinesReadAgainstTheInputsTotal) {
   EXPECT_EQ(RequestReader({a, "/dev/null"}, {}).total_bytes(), -1);
 }
 
-TEST(RequestReaderTest, MissingFileThrowsNamingIt) {
-  try {
-    read_all({"/nonexistent/in.jsonl"});
-    FAIL() << "expected an exception";
-  } catch (const std::runtime_error& error) {
-    EXPECT_NE(std::string(error.what()).find("/nonexistent/in.jsonl"), std::string::npos);
+TEST(RequestReaderTest, MissingFileOrDirectoryIsRefusedAtConstructionNamingIt) {
+  testing::TempDir dir;
+  const auto good = dir.write("a.jsonl", "{\"prompt_token_ids\": [1]}\n");
+  for (const std::string& bad : {std::string("/nonexistent/in.jsonl"), dir.path()}) {
+    try {
+      RequestReader reader({good, bad}, {});
+      FAIL() << "expected an exception for " << bad;
+    } catch (const std::invalid_argument& error) {
+      EXPECT_NE(std::string(error.what()).find(bad), std::string::npos) << error.what();
+    }
   }
+}
+
+TEST(RequestLineTest, ChatLinesAreRenderedInTheDeepSeekFormatAndTokenized) {
+  const auto chat = [](const std::string& body) {
+    return R"({"custom_id": "c", "method": "POST", "url": "/v1/chat/completions", "body": )" + body + "}";
+  };
+  const RequestLine plain = ok(parse_with_tokenizer(chat(
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": [{"type": "text", "text": "hi"}]}], "max_completion_tokens": 9})")));
+  EXPECT_EQ(plain.api, kApiChat);
+  EXPECT_EQ(plain.max_tokens, 9);
+  ASSERT_TRUE(plain.prompt_text.has_value());
+  EXPECT_EQ(*plain.prompt_text, "<｜begin▁of▁sentence｜>Be brief.<｜User｜>hi<｜Assistant｜></think>");
+  EXPECT_EQ(plain.prompt_token_ids, tiny_tokenizer()->encode(*plain.prompt_text, /*add_special_tokens=*/false));
+  EXPECT_EQ(plain.prompt_token_ids.front(), kTinyBosId) << "the rendered BOS is the tokenizer's special token, written once";
+  EXPECT_FALSE(plain.logprobs.has_value());
+
+  const RequestLine thinking = ok(parse_with_tokenizer(
+      chat(R"({"messages": [{"role": "user", "content": "2+2?"}], "thinking": true, "logprobs": true, "top_logprobs": 3})")));
+  EXPECT_EQ(thinking.api, kApiChatThinking);
+  EXPECT_EQ(*thinking.prompt_text, "<｜begin▁of▁sentence｜><｜User｜>2+2?<｜Assistant｜><think>");
+  EXPECT_EQ(thinking.logprobs, 3);
+  EXPECT_EQ(ok(parse_with_tokenizer(R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": "x"}})")).api, kApiCompletions);
+  EXPECT_EQ(ok(parse_with_tokenizer(R"({"prompt": "x"})")).api, kApiNative);
+
+  for (const auto& [body, expected] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"max_tokens": 3})", "missing 'messages'"},
+           {R"({"messages": []})", "'messages' is empty"},
+           {R"({"messages": [{"role": "tool", "content": "x"}]})", "role 'tool' is not system, user or assistant"},
+           {R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]})",
+            "the last message must be the user's"},
+           {R"({"messages": [{"content": "x"}]})", "field 'messages[0]' has no 'role'"},
+           {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "unknown field 'messages[0].tool_calls'"},
+           {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "not {\"type\": \"text\""},
+           {R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})", "'body.prompt' is not part of a chat request"},
+           {R"({"messages": [{"role": "user", "content": "x"}], "top_logprobs": 2})", "'top_logprobs' needs 'logprobs': true"}}) {
+    const std::string message = error_of(parse_with_tokenizer(chat(body)));
+    EXPECT_NE(message.find(expected), std::string::npos) << body << " -> " << message;
+  }
+  EXPECT_NE(error_of(parse(chat(R"({"messages": [{"role": "user", "content": "x"}]})"))).find("text prompts need the tokenizer"),
+            std::string::npos);
 }
 
 }  // namespace

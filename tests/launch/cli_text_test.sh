@@ -4,7 +4,8 @@
 # "text"; stop strings taken from a first run's text end a rerun's requests early (tokens kept
 # up to the one completing the string, text cut before it), the same with another batch size
 # and without overlap, and byte-identical on a rerun; a model directory without tokenizer.json
-# still runs token-id prompts and turns text prompts into error records. bench-tokenizer runs.
+# still runs token-id prompts and turns text prompts into error records; OpenAI chat lines are
+# rendered in the DeepSeek chat format and `cat --format openai` answers them. bench-tokenizer runs.
 set -u
 bin=$1
 root=$2
@@ -111,6 +112,48 @@ outcomes() { zstd -qdc "$1/results-00000-of-00001.jsonl.zst" |
 outcomes "$tmp/stop" >"$tmp/stop.txt"
 outcomes "$tmp/serial" >"$tmp/serial.txt"
 check cmp "$tmp/stop.txt" "$tmp/serial.txt"
+
+# OpenAI batch lines, chat (DeepSeek format, with and without thinking) and completions, and
+# `cat --format openai` answering each in its API's shape with the record's text and counts.
+python3 - "$tmp/openai.jsonl" <<'PY'
+import json, sys
+chat = lambda cid, body: {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}
+with open(sys.argv[1], "w") as f:
+    f.write(json.dumps(chat("c1", {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}],
+                                   "max_tokens": 12, "temperature": 0})) + "\n")
+    f.write(json.dumps(chat("c2", {"messages": [{"role": "user", "content": "2+2?"}], "thinking": True, "max_tokens": 12,
+                                   "temperature": 0, "logprobs": True, "top_logprobs": 2})) + "\n")
+    f.write(json.dumps({"custom_id": "p1", "method": "POST", "url": "/v1/completions", "body": {"prompt": "The quick", "max_tokens": 5}}) + "\n")
+    f.write(json.dumps(chat("bad", {"messages": [{"role": "assistant", "content": "x"}]})) + "\n")
+PY
+"$bin" generate --model "$tmp/model" --input "$tmp/openai.jsonl" "${job[@]}" --output "$tmp/openai" 2>"$tmp/openai.log" ||
+  { echo "FAIL: generate with OpenAI lines"; cat "$tmp/openai.log"; exit 1; }
+"$bin" cat "$tmp/openai" >"$tmp/openai.records" && "$bin" cat "$tmp/openai" --format openai >"$tmp/openai.out" ||
+  { echo "FAIL: cat --format openai"; fail=1; }
+python3 - "$tmp/openai.records" "$tmp/openai.out" <<'PY' || { echo "FAIL: OpenAI batch output"; cat "$tmp/openai.out"; fail=1; }
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+outs = [json.loads(l) for l in open(sys.argv[2])]
+assert [o["custom_id"] for o in outs] == ["c1", "c2", "p1", "bad"], outs
+assert [r["api"] for r in recs] == ["chat", "chat-thinking", "completions", None], [r["api"] for r in recs]
+for r, o in zip(recs[:3], outs[:3]):
+    body = o["response"]["body"]
+    assert o["response"]["status_code"] == 200 and o["error"] is None
+    assert body["usage"] == {"prompt_tokens": r["num_prompt_tokens"], "completion_tokens": len(r["output_token_ids"]),
+                             "total_tokens": r["num_prompt_tokens"] + len(r["output_token_ids"])}, body
+    assert body["choices"][0]["finish_reason"] == r["finish_reason"]
+c1, c2, p1 = (o["response"]["body"]["choices"][0] for o in outs[:3])
+assert outs[0]["response"]["body"]["object"] == "chat.completion" and c1["message"]["content"] == recs[0]["text"]
+assert c1["message"]["reasoning_content"] is None
+think = recs[1]["text"]
+reasoning, _, answer = think.partition("</think>")
+assert c2["message"]["reasoning_content"] == reasoning and c2["message"]["content"] == answer, (c2, think)
+assert c2["logprobs"]["token_ids"] == recs[1]["output_token_ids"] and all(len(t) == 2 for t in c2["logprobs"]["top_logprobs"])
+assert outs[2]["response"]["body"]["object"] == "text_completion" and p1["text"] == recs[2]["text"]
+assert outs[3]["response"]["status_code"] == 400 and "the last message must be the user's" in outs[3]["response"]["body"]["error"]["message"]
+# The chat prompt is the DeepSeek rendering, BOS once: more prompt tokens than the bare user text.
+assert recs[0]["num_prompt_tokens"] > len("Hello"), recs[0]
+PY
 
 # Without tokenizer.json: token-id prompts run, text prompts are error records, "text" is null.
 cp -r "$tmp/model" "$tmp/bare" && rm "$tmp/bare/tokenizer.json"

@@ -82,6 +82,12 @@ PY
 [ "$("$bin" cat "$tmp/u")" = "$("$bin" cat "$tmp/u1")" ] || { echo "FAIL: uneven 2-rank result differs from 1 rank"; fail=1; }
 grep -q '"file":"results-00001-of-00002.jsonl.zst","records":0,' "$tmp/u/manifest.json" || { echo "FAIL: rank 1 has records"; cat "$tmp/u/manifest.json"; fail=1; }
 
+# --resume of the 1-rank job under 2 ranks: a changed job, exit 2 as for one rank (not 1).
+timeout 60 "${mpi[@]}" "$bin" generate --model "$tmp/model" --input "$tmp/in.jsonl" "${job[@]}" --output "$tmp/one" --resume >/dev/null 2>"$tmp/ws.log"
+rc=$?
+[ "$rc" = 2 ] || { echo "FAIL: world-size change on --resume gave exit $rc, want 2"; cat "$tmp/ws.log"; fail=1; }
+grep -q "field 'job.world_size'\|world_size" "$tmp/ws.log" || { echo "FAIL: the refusal does not name world_size"; cat "$tmp/ws.log"; fail=1; }
+
 # Resume where rank 1 is already complete and rank 0 has lost its file: rank 1 only joins the steps.
 rm "$tmp/u/results-00000-of-00002.jsonl.zst" "$tmp/u/manifest.json"
 timeout 60 "${mpi[@]}" "$bin" generate --model "$tmp/model" --input "$tmp/single.jsonl" "${job[@]}" --output "$tmp/u" --resume >/dev/null 2>"$tmp/ur.log" \
@@ -133,6 +139,6 @@ grep -q "process rank [01]" "$tmp/k.log" || { echo "FAIL: no message naming the 
 # A bad --model on every rank (load fails before any collective): also non-zero, no hang.
 timeout 60 "${mpi[@]}" "$bin" generate --model "$tmp/nope" --input "$tmp/in.jsonl" "${job[@]}" --output "$tmp/g" >/dev/null 2>"$tmp/g.log"
 rc=$?
-if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then echo "FAIL: bad model gave exit $rc"; fail=1; fi
+[ "$rc" = 2 ] || { echo "FAIL: bad model gave exit $rc, want 2 (bad input, as for one rank)"; fail=1; }
 grep -q "rank [01] failed" "$tmp/g.log" || { echo "FAIL: bad model message names no rank"; cat "$tmp/g.log"; fail=1; }
 exit $fail

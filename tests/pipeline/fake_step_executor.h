@@ -19,7 +19,31 @@ class FakeStepExecutor final : public engine::StepExecutor {
     ++executed;
     auto result = fake_.execute(out);
     if (!result) throw std::logic_error("FakeStepExecutor needs delay_steps = 0");
-    return std::make_unique<Ready>(std::move(*result));
+    auto ready = std::make_unique<Ready>(std::move(*result));
+    add_logprobs(out, ready->executed);
+    return ready;
+  }
+
+  // Made-up logprobs for the rows that ask (a function of the token and its output index, so
+  // they survive preemption and reruns): chosen -(token % 7) / 4 - index / 1024, top N ids
+  // token, token + 1, ... with logprobs falling by 0.5.
+  static void add_logprobs(const engine::SchedulerOutput& out, engine::ExecutedStep& executed) {
+    std::size_t row = 0;
+    for (const auto& seq : out.seqs) {
+      if (!seq.sample) continue;
+      const int32_t token = executed.result.tokens[row].token_id;
+      if (seq.params->logprobs >= 0) {
+        executed.logprobs.resize(executed.result.tokens.size());
+        engine::RowLogprobs lp;
+        lp.logprob = -static_cast<float>(token % 7) / 4 - static_cast<float>(seq.output_index) / 1024;
+        for (int32_t k = 0; k < seq.params->logprobs; ++k) {
+          lp.top_ids.push_back(token + k);
+          lp.top_logprobs.push_back(lp.logprob - 0.5f * static_cast<float>(k));
+        }
+        executed.logprobs[row] = std::move(lp);
+      }
+      ++row;
+    }
   }
 
   std::function<void(const engine::SchedulerOutput&)> on_execute;
@@ -27,9 +51,9 @@ class FakeStepExecutor final : public engine::StepExecutor {
 
  private:
   struct Ready final : engine::PendingStep {
-    explicit Ready(engine::StepResult r) : result(std::move(r)) {}
-    engine::ExecutedStep wait() override { return engine::ExecutedStep{std::move(result), {}}; }
-    engine::StepResult result;
+    explicit Ready(engine::StepResult r) : executed{std::move(r), {}} {}
+    engine::ExecutedStep wait() override { return std::move(executed); }
+    engine::ExecutedStep executed;
   };
   engine::FakeExecutor fake_;
 };

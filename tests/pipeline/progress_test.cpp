@@ -40,6 +40,14 @@ TEST(ProgressTest, EtaExtrapolatesThisRunsRateToTheItemsTheByteFractionPredicts)
   EXPECT_NE(progress_line(all).find("ETA 1h00m"), std::string::npos) << progress_line(all);
 }
 
+TEST(ProgressTest, RecordsWaitingForAnEarlierOneAreShownWhileTheyWait) {
+  ProgressFigures f = figures();
+  f.waiting = 14;
+  EXPECT_NE(progress_line(f).find(" done (+14 waiting) of "), std::string::npos) << progress_line(f);
+  f.waiting = 0;
+  EXPECT_EQ(progress_line(f).find("waiting"), std::string::npos) << progress_line(f);
+}
+
 TEST(ProgressTest, UnknownSizeOrNoRateGivesNoEta) {
   ProgressFigures pipe = figures();
   pipe.total_bytes = -1;
