@@ -57,7 +57,10 @@ done
 out="$tmp/term"
 "$bin" generate "${job[@]}" --output "$out" 2>/dev/null &
 pid=$!
-sleep 1; kill -TERM "$pid"; wait "$pid"; rc=$?
+# Once the job has started (its handlers are installed long before job.json exists): a TERM
+# during a slow start under load would otherwise end the process before main() runs.
+for _ in $(seq 300); do [ -f "$out/job.json" ] && break; sleep 0.1; done
+sleep 0.5; kill -TERM "$pid"; wait "$pid"; rc=$?
 if [ "$rc" = 130 ]; then
   "$bin" generate "${job[@]}" --output "$out" --resume 2>/dev/null || { echo "FAIL: resume after SIGTERM"; fail=1; }
 elif [ "$rc" != 0 ]; then echo "FAIL: SIGTERM exit $rc"; fail=1; fi
