@@ -32,6 +32,9 @@ struct RequestParseOptions {
   int32_t bos_token_id = -1;
 };
 
+// "FILE:LINE" of an input line: the id of the error record a bad line becomes.
+std::string location_id(const InputLocation& where);
+
 // Parses one line (without its newline). Never throws on bad input: returns an error.
 // A text prompt comes back tokenized (prompt_token_ids) when options.tokenizer is set.
 // Thread-safe (one simdjson parser per thread).

@@ -100,14 +100,8 @@ __global__ void __launch_bounds__(kThreads) index_scores_kernel(const IndexScore
 
 template <int D>
 cudaError_t launch(const IndexScoresArgs& a, cudaStream_t stream) {
-  constexpr size_t bytes = shared_bytes<D>();
-  // Set on every launch: the attribute belongs to the current device (~1 us of host time).
-  const cudaError_t configured =
-      cudaFuncSetAttribute(index_scores_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (configured != cudaSuccess) return configured;
   const dim3 grid(static_cast<unsigned>(a.num_seqs * a.len), static_cast<unsigned>((a.entries + kChunk - 1) / kChunk));
-  index_scores_kernel<D><<<grid, kThreads, bytes, stream>>>(a);
-  return cudaGetLastError();
+  return launch_with_shared(index_scores_kernel<D>, grid, kThreads, shared_bytes<D>(), stream, a);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 #pragma once
-// Device helpers shared by the tensor-core kernels of model/cuda/: asynchronous 16-byte copies
-// into shared memory, ldmatrix loads and the bf16 m16n8k16 MMA (sm_80 and later).
+// Helpers shared by the tensor-core kernels of model/cuda/: asynchronous 16-byte copies into
+// shared memory, ldmatrix loads and the bf16 m16n8k16 MMA (sm_80 and later), and their launch.
 
 #include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
 
 #include <cstdint>
 
@@ -42,6 +43,17 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Launches kernel(args) with `shared` bytes of dynamic shared memory, first raising the kernel's
+// limit to that (on every launch: the attribute belongs to the current device; ~1 us of host
+// time). The launch's error, or the attribute's.
+template <typename Args>
+cudaError_t launch_with_shared(void (*kernel)(Args), dim3 grid, int threads, size_t shared, cudaStream_t stream, const Args& args) {
+  const cudaError_t configured = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+  if (configured != cudaSuccess) return configured;
+  kernel<<<grid, threads, shared, stream>>>(args);
+  return cudaGetLastError();
 }
 
 }  // namespace deepinfer::model::cuda

@@ -205,14 +205,8 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(const Sparse
 
 template <int D>
 cudaError_t launch(const SparseAttentionArgs& a, cudaStream_t stream) {
-  constexpr size_t bytes = shared_bytes<D>();
-  // Set on every launch: the attribute belongs to the current device (~1 us of host time).
-  const cudaError_t configured =
-      cudaFuncSetAttribute(sparse_attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (configured != cudaSuccess) return configured;
   const dim3 grid(static_cast<unsigned>(a.num_seqs * a.len), static_cast<unsigned>((a.heads + kHeads - 1) / kHeads));
-  sparse_attention_kernel<D><<<grid, kThreads, bytes, stream>>>(a);
-  return cudaGetLastError();
+  return launch_with_shared(sparse_attention_kernel<D>, grid, kThreads, shared_bytes<D>(), stream, a);
 }
 
 }  // namespace
