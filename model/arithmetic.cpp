@@ -29,6 +29,7 @@ at::Tensor Arithmetic::hc_projection(const at::Tensor& streams, const at::Tensor
 at::Tensor Arithmetic::sinkhorn(const at::Tensor& logits, int64_t iters, double eps) const { return model::sinkhorn(logits, iters, eps); }
 
 at::Tensor Arithmetic::hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix) const {
+  if (mixes_in_place(streams) && y.scalar_type() == at::kBFloat16) return cuda::hc_post(streams, y.contiguous(), mix.post, mix.comb);
   return model::hc_expand(streams, y, mix);
 }
 
@@ -62,6 +63,12 @@ at::Tensor Arithmetic::attend(const AttentionLayer& layer, const SequenceGroup& 
 
 bool Arithmetic::attends_in_place(const at::Tensor& q, const at::Tensor& window) const {
   return cuda::sparse_attention_supported(q, window);
+}
+
+bool Arithmetic::mixes_in_place(const at::Tensor& streams) const { return cuda::hc_supported(streams); }
+
+bool Arithmetic::compresses_in_place(const at::Tensor& paged, const at::Tensor& tail_kv) const {
+  return cuda::compressor_supported(paged, tail_kv);
 }
 
 }  // namespace deepinfer::model

@@ -78,6 +78,18 @@ class Arithmetic {
   // formula of index_scores(), model/cuda/index_scores.h): an arithmetic that overrides
   // index_scores() must return false here.
   virtual bool attends_in_place(const at::Tensor& q, const at::Tensor& window) const;
+  // Whether the compressor (compressor.h) updates the paged state `paged` and the tails
+  // (`tail_kv`) in one pass on the device (model/cuda/compressor.h: the official pool, RMSNorm
+  // and float32 RoPE table, one rounding at the paged write) after its two projections. Official:
+  // wherever the kernel runs (bfloat16 state on CUDA). An arithmetic that overrides
+  // pool_windows(), rms_norm() or rope_table_dtype() must return false here.
+  virtual bool compresses_in_place(const at::Tensor& paged, const at::Tensor& tail_kv) const;
+  // Whether an mHC site's mix, collapse and the sub-block's RMSNorm run as one kernel after the
+  // projection's matmul (hyper_connection.h hc_site; model/cuda/hyper_connection.h), and
+  // hc_expand() as another. Official:
+  // wherever the kernel runs (bfloat16 streams on CUDA). An arithmetic that overrides
+  // hc_projection(), sinkhorn() or rms_norm() must return false here.
+  virtual bool mixes_in_place(const at::Tensor& streams) const;
 
  protected:
   Arithmetic() = default;

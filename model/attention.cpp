@@ -52,9 +52,10 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
 }
 
 // The group's attention read in place from the paged state (model/cuda/kernels.h
-// sparse_attention), into out's rows of the group. CSA: the indexer picks per query tile (its
-// scores by cuda::index_scores, or Arithmetic::index_scores over gathered keys, then at::topk),
-// -1 where the pick is not visible.
+// sparse_attention). CSA with more entries than the indexer picks: the picks per query tile
+// (scores by cuda::index_scores and the top k by cuda::index_topk where the kernels run, else
+// Arithmetic::index_scores over gathered keys and at::topk), -1 where the pick is not visible;
+// with no more entries than it picks, every visible entry is picked, as for HCA (no scoring).
 void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const SequenceGroup& group, const Projected& proj,
                   const LayerCache& cache, const GroupQueries& queries, int64_t E, const AttentionOptions& options, at::Tensor& out) {
   const int64_t B = group.num_seqs, L = group.len;
@@ -69,38 +70,36 @@ void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const Seq
                           .picks = {},
                           .sink = info.sink,
                           .len = L,
-                          .ratio = info.ratio};
-  if (info.csa && E > 0) {
-    // The indexer's scores read in place where the kernel runs (model/cuda/index_scores.h), else
-    // over the gathered index keys.
-    const bool scores_in_place = cuda::index_scores_supported(queries.index_q, cache.index_keys);
+                          .ratio = info.ratio,
+                          .max_entries = E};
+  if (info.csa && E > info.topk) {
+    const bool in_place = cuda::index_scores_supported(queries.index_q, cache.index_keys);
     GroupKeys keys;
-    if (!scores_in_place) keys.index_keys = gather_paged(cache.index_keys, group, info.ratio, E).to(proj.q.scalar_type());
+    if (!in_place) keys.index_keys = gather_paged(cache.index_keys, group, info.ratio, E).to(proj.q.scalar_type());
     std::vector<at::Tensor> picks;
     enter(options.hooks, ForwardPart::kIndexer, info.index);
     for (int64_t l0 = 0; l0 < L; l0 += options.query_tile) {
       const int64_t lt = std::min(options.query_tile, L - l0);
       const at::Tensor index_q = queries.index_q.narrow(1, l0, lt).contiguous(), index_w = queries.index_w.narrow(1, l0, lt).contiguous();
-      std::pair<at::Tensor, at::Tensor> top;
-      if (scores_in_place) {
-        top = top_entries(cuda::index_scores({.q = index_q,
-                                              .weights = index_w,
-                                              .keys = cache.index_keys,
-                                              .start = group.start,
-                                              .block_tables = in.block_tables,
-                                              .first = l0,
-                                              .entries = E,
-                                              .ratio = info.ratio}),
-                          info.topk);
+      if (in_place) {
+        picks.push_back(cuda::index_topk(cuda::index_scores({.q = index_q,
+                                                             .weights = index_w,
+                                                             .keys = cache.index_keys,
+                                                             .start = group.start,
+                                                             .block_tables = in.block_tables,
+                                                             .first = l0,
+                                                             .entries = E,
+                                                             .ratio = info.ratio}),
+                                         info.topk));
       } else {
         const at::Tensor pos = group.positions.narrow(1, l0, lt);
         const at::Tensor visible = at::arange(E, pos.options()) < at::div(pos + 1, info.ratio, "floor").unsqueeze(-1);  // [B, lt, E]
-        top = index_topk(arith, info, keys, index_q, index_w, visible);
+        const auto [picked, real] = index_topk(arith, info, keys, index_q, index_w, visible);
+        picks.push_back(at::where(real, picked, at::full({}, -1, picked.options())));
       }
-      picks.push_back(at::where(top.second, top.first, at::full({}, -1, top.first.options())));
     }
     enter(options.hooks, ForwardPart::kAttnCore, info.index);
-    in.picks = at::cat(picks, 1).reshape({B * L, -1}).contiguous();
+    in.picks = (picks.size() == 1 ? picks[0] : at::cat(picks, 1)).reshape({B * L, -1}).contiguous();
   }
   cuda::sparse_attention(in, out);
 }

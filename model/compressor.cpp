@@ -2,6 +2,8 @@
 
 #include <limits>
 
+#include "model/cuda/kernels.h"
+
 namespace deepinfer::model {
 namespace {
 
@@ -54,6 +56,23 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
   // Projected rows of this run; scores carry the position bias of their slot in the window.
   const at::Tensor kv_rows = at::linear(x, weights.get(spec.prefix + "wkv.weight")).to(at::kFloat);  // [B, L, c d']
   const at::Tensor ape = weights.get(spec.prefix + "ape");                                           // [m, c d'] float32
+  if (arith.compresses_in_place(paged, tail.kv) && !observing(hooks)) {  // one pass on the device (the tap needs the ATen path)
+    cuda::compress({.kv_rows = kv_rows,
+                    .score_rows = at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat),
+                    .ape = ape,
+                    .norm_weight = weights.get(spec.prefix + "norm.weight"),
+                    .inv_freq = rope.inv_freq(),
+                    .tail_kv = tail.kv,
+                    .tail_score = tail.score,
+                    .paged = paged,
+                    .start = group.start,
+                    .slots = group.slots,
+                    .block_tables = group.block_tables.contiguous(),
+                    .ratio = m,
+                    .overlap = c,
+                    .eps = weights.config().rms_norm_eps});
+    return;
+  }
   const at::Tensor score_rows = at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) +
                                 ape.index_select(0, at::remainder(group.positions, m).reshape(-1)).view({B, L, c * d});
   RowSource source{at::cat({tail.kv.index_select(0, group.slots), kv_rows}, 1),

@@ -48,28 +48,25 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
     const Rope& rope = compressed ? compress_rope_ : main_rope_;
     // Attention site.
     hooks.enter(ForwardPart::kMhc, l);
-    HcMix mix =
-        hc_mix(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"), c, arith);
-    at::Tensor collapsed = hc_collapse(streams, mix.pre);
-    hooks.enter(ForwardPart::kNorm, l);
-    at::Tensor h = arith.rms_norm(collapsed, weights_.layer(l, "attn_norm.weight"), eps);
+    HcSite site = hc_site(streams, weights_.layer(l, "hc_attn_fn"), weights_.layer(l, "hc_attn_base"), weights_.layer(l, "hc_attn_scale"),
+                          weights_.layer(l, "attn_norm.weight"), c, arith, &hooks, l);
+    at::Tensor h = site.input;
     tap(l, "attn_norm_out", h);
     at::Tensor y = attention_forward(weights_, l, h, batch, groups, cache.layer(l), rope, compressed ? compress_angles : main_angles, arith,
                                      attention);
     tap(l, "attn_out", y);
     hooks.enter(ForwardPart::kMhc, l);
-    streams = arith.hc_expand(streams, y, mix);
+    streams = arith.hc_expand(streams, y, site.mix);
     tap(l, "attn_streams", streams);
     // FFN site.
-    mix = hc_mix(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"), c, arith);
-    collapsed = hc_collapse(streams, mix.pre);
-    hooks.enter(ForwardPart::kNorm, l);
-    h = arith.rms_norm(collapsed, weights_.layer(l, "ffn_norm.weight"), eps);
+    site = hc_site(streams, weights_.layer(l, "hc_ffn_fn"), weights_.layer(l, "hc_ffn_base"), weights_.layer(l, "hc_ffn_scale"),
+                   weights_.layer(l, "ffn_norm.weight"), c, arith, &hooks, l);
+    h = site.input;
     tap(l, "ffn_norm_out", h);
     y = moe_forward(weights_, l, h, batch.token_ids, comm_, arith, &experts_workspace_, &hooks);
     tap(l, "ffn_out", y);
     hooks.enter(ForwardPart::kMhc, l);
-    streams = arith.hc_expand(streams, y, mix);
+    streams = arith.hc_expand(streams, y, site.mix);
     tap(l, "streams", streams);
   }
   hooks.enter(ForwardPart::kMhc, -1);

@@ -22,8 +22,8 @@ using Observer = std::function<void(const std::string& name, const at::Tensor& v
 enum class ForwardPart {
   kStaging,         // the step's batch built and copied to the device
   kEmbed,           // token embedding into the residual streams
-  kMhc,             // hyper-connection mix, collapse and expand (and hc_head)
-  kNorm,            // the RMSNorm before each sub-block and the final one
+  kMhc,             // hyper-connection mix, collapse and expand (and hc_head); with the mHC kernel (CUDA) the norm below too
+  kNorm,            // the RMSNorm before each sub-block (ATen path) and the final one
   kAttnProjection,  // q / kv (and indexer q) projections with their norms and RoPE; wo_a, wo_b
   kCompressor,      // CSA / HCA compressors (the indexer's too): tails, entries, paged writes
   kIndexer,         // CSA's lightning indexer: scores and top-k

@@ -18,6 +18,29 @@ HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& 
   return out;
 }
 
+HcSite hc_site(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale,
+               const at::Tensor& norm_weight, const ModelConfig& config, const Arithmetic& arith, const ForwardHooks* hooks,
+               int64_t layer) {
+  if (arith.mixes_in_place(streams)) {
+    const at::Tensor raw = at::linear(streams.flatten(1).to(at::kFloat), fn);  // [T, (2+n) n], scaled by 1/rms in the kernel
+    cuda::HcPreOut out = cuda::hc_pre({.streams = streams,
+                                       .raw = raw,
+                                       .scale = scale,
+                                       .base = base,
+                                       .norm_weight = norm_weight,
+                                       .iters = config.hc_sinkhorn_iters,
+                                       .rms_eps = config.rms_norm_eps,
+                                       .hc_eps = config.hc_eps});
+    return {{.pre = {}, .post = out.post, .comb = out.comb}, out.input};
+  }
+  HcSite site;
+  site.mix = hc_mix(streams, fn, base, scale, config, arith);
+  const at::Tensor collapsed = hc_collapse(streams, site.mix.pre);
+  enter(hooks, ForwardPart::kNorm, layer);
+  site.input = arith.rms_norm(collapsed, norm_weight, config.rms_norm_eps);
+  return site;
+}
+
 at::Tensor sinkhorn_reference(const at::Tensor& logits, int64_t iters, double eps) {
   at::Tensor comb = at::softmax(logits, -1) + eps;
   comb = comb / (comb.sum(-2, /*keepdim=*/true) + eps);

@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "model/arithmetic.h"
+#include "model/forward_hooks.h"
 #include "model/model_config.h"
 
 namespace deepinfer::model {
@@ -23,11 +24,23 @@ struct HcMix {
 HcMix hc_mix(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale, const ModelConfig& config,
              const Arithmetic& arith);
 
+// A sub-block site's start: the mix, and the sub-block's input (the collapse by mix.pre, then
+// `arith.rms_norm` with norm_weight). Where `arith.mixes_in_place(streams)` holds, after the
+// projection's matmul one kernel does the rest (model/cuda/hyper_connection.h); else hc_mix,
+// hc_collapse and the norm, with kNorm marked on `hooks` between them.
+struct HcSite {
+  HcMix mix;
+  at::Tensor input;  // [T, D] in streams' dtype
+};
+HcSite hc_site(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor& base, const at::Tensor& scale,
+               const at::Tensor& norm_weight, const ModelConfig& config, const Arithmetic& arith, const ForwardHooks* hooks, int64_t layer);
+
 // sum_j pre[j] streams[j] -> [T, D] in streams' dtype.
 at::Tensor hc_collapse(const at::Tensor& streams, const at::Tensor& pre);
 
 // new[k] = post[k] y + sum_j comb[j][k] streams[j] -> [T, n, D] in streams' dtype. y [T, D].
-// Mixes in float32 and rounds once (the official Arithmetic::hc_expand).
+// Mixes in float32 and rounds once, in ATen ops (the official Arithmetic::hc_expand runs
+// model/cuda/hyper_connection.h's kernel instead where it mixes in place).
 at::Tensor hc_expand(const at::Tensor& streams, const at::Tensor& y, const HcMix& mix);
 
 // comb logits [T, n, n] float32 -> softmax over the last dim + eps, then Sinkhorn: divide by

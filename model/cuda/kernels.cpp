@@ -8,9 +8,13 @@
 #include <cmath>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
+#include "model/cuda/compressor.h"
 #include "model/cuda/fp4_dequant.h"
+#include "model/cuda/hyper_connection.h"
 #include "model/cuda/index_scores.h"
+#include "model/cuda/index_topk.h"
 #include "model/cuda/sinkhorn.h"
 #include "model/cuda/sparse_attention.h"
 #include "model/quant.h"
@@ -124,8 +128,10 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   TORCH_CHECK(in.ratio == 0 || (is(in.entries, at::kBFloat16) && in.entries.dim() == 3 && in.entries.size(1) * in.ratio == 128 &&
                                 in.entries.size(2) == D),
               "cuda::sparse_attention: entries [blocks, 128 / ", in.ratio, ", ", D, "] bfloat16 expected");
-  TORCH_CHECK(!in.picks.defined() || (is(in.picks, at::kLong) && in.picks.dim() == 2 && in.picks.size(0) == B * in.len),
-              "cuda::sparse_attention: int64 picks [B L, k] expected");
+  TORCH_CHECK(
+      !in.picks.defined() || (is(in.picks, at::kLong) && in.picks.dim() == 2 && in.picks.size(0) == B * in.len && in.picks.size(1) >= 1),
+      "cuda::sparse_attention: int64 picks [B L, k >= 1] expected");
+  TORCH_CHECK(in.max_entries >= 0, "cuda::sparse_attention: max_entries must not be negative, got ", in.max_entries);
   check_placed("cuda::sparse_attention", in.q.device(),
                {&in.q, &in.kv, &in.window, &in.entries, &in.query_rows, &in.start, &in.slots, &in.block_tables, &in.picks, &in.sink, &out},
                {&in.q, &in.kv, &in.window, &in.entries});
@@ -150,7 +156,13 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   a.window = static_cast<int>(in.window.size(1));
   a.ratio = static_cast<int>(in.ratio);
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  a.max_entries = in.max_entries;
   const c10::cuda::CUDAGuard guard(in.q.device());
+  at::Tensor workspace;  // the split rows' partial outputs, from the caching allocator
+  if (const size_t bytes = sparse_attention_workspace_bytes(a); bytes > 0) {
+    workspace = at::empty({static_cast<int64_t>(bytes / sizeof(float))}, in.q.options().dtype(at::kFloat));
+    a.workspace = workspace.data_ptr<float>();
+  }
   check(model::cuda::sparse_attention(a, stream_of(in.q)), "sparse_attention");
 }
 
@@ -195,6 +207,152 @@ at::Tensor index_scores(const PagedIndexScores& in) {
   const c10::cuda::CUDAGuard guard(in.q.device());
   check(model::cuda::index_scores(a, stream_of(in.q)), "index_scores");
   return scores;
+}
+
+at::Tensor index_topk(const at::Tensor& scores, int64_t k) {
+  TORCH_CHECK(scores.is_cuda() && scores.scalar_type() == at::kFloat && scores.dim() >= 1 && scores.is_contiguous() && k >= 1,
+              "cuda::index_topk: contiguous float32 CUDA scores [..., E] and k >= 1 expected, got ", scores.scalar_type(), " ",
+              scores.sizes(), " on ", scores.device(), ", k ", k);
+  std::vector<int64_t> sizes(scores.sizes().begin(), scores.sizes().end());
+  const int64_t entries = sizes.back();
+  sizes.back() = k;
+  at::Tensor picks = at::empty(sizes, scores.options().dtype(at::kLong));
+  IndexTopkArgs a;
+  a.scores = scores.data_ptr<float>();
+  a.picks = picks.data_ptr<int64_t>();
+  a.rows = entries > 0 ? scores.numel() / entries : picks.numel() / k;
+  a.entries = entries;
+  a.k = k;
+  const c10::cuda::CUDAGuard guard(scores.device());
+  check(model::cuda::index_topk(a, stream_of(scores)), "index_topk");
+  return picks;
+}
+
+bool hc_supported(const at::Tensor& streams) {
+  if (!streams.is_cuda() || streams.scalar_type() != at::kBFloat16 || streams.dim() != 3 || !streams.is_contiguous()) return false;
+  const int64_t n = streams.size(1), d = streams.size(2);
+  return (n == 1 || n == 2 || n == 4 || n == 8) && d >= 2 && d % 2 == 0 && d <= 16384;
+}
+
+HcPreOut hc_pre(const HcPre& in) {
+  TORCH_CHECK(hc_supported(in.streams),
+              "cuda::hc_pre: contiguous bfloat16 CUDA streams [T, n in {1, 2, 4, 8}, D even <= 16384] expected, got ",
+              in.streams.scalar_type(), " ", in.streams.sizes());
+  const int64_t T = in.streams.size(0), n = in.streams.size(1), D = in.streams.size(2);
+  const auto is = [](const at::Tensor& t, at::ScalarType type) { return t.defined() && t.scalar_type() == type && t.is_contiguous(); };
+  TORCH_CHECK(is(in.raw, at::kFloat) && in.raw.sizes() == at::IntArrayRef({T, (2 + n) * n}) && is(in.scale, at::kFloat) &&
+                  in.scale.numel() == 3 && is(in.base, at::kFloat) && in.base.numel() == (2 + n) * n &&
+                  (is(in.norm_weight, at::kFloat) || is(in.norm_weight, at::kBFloat16)) && in.norm_weight.numel() == D,
+              "cuda::hc_pre: float32 raw [", T, ", ", (2 + n) * n, "], scale [3], base [", (2 + n) * n, "] and a norm weight [", D,
+              "] expected, got raw ", in.raw.sizes());
+  check_placed("cuda::hc_pre", in.streams.device(), {&in.streams, &in.raw, &in.scale, &in.base, &in.norm_weight}, {});
+  HcPreOut out{at::empty({T, D}, in.streams.options()), at::empty({T, n}, in.raw.options()), at::empty({T, n, n}, in.raw.options())};
+  HcPreArgs a;
+  a.streams = reinterpret_cast<const __nv_bfloat16*>(in.streams.data_ptr());
+  a.raw = in.raw.data_ptr<float>();
+  a.scale = in.scale.data_ptr<float>();
+  a.base = in.base.data_ptr<float>();
+  if (in.norm_weight.scalar_type() == at::kFloat) {
+    a.norm_weight = in.norm_weight.data_ptr<float>();
+  } else {
+    a.norm_weight_bf16 = reinterpret_cast<const __nv_bfloat16*>(in.norm_weight.data_ptr());
+  }
+  a.out = reinterpret_cast<__nv_bfloat16*>(out.input.data_ptr());
+  a.post = out.post.data_ptr<float>();
+  a.comb = out.comb.data_ptr<float>();
+  a.tokens = T;
+  a.n = static_cast<int>(n);
+  a.dim = static_cast<int>(D);
+  a.iters = static_cast<int>(in.iters);
+  a.rms_eps = static_cast<float>(in.rms_eps);
+  a.hc_eps = static_cast<float>(in.hc_eps);
+  const c10::cuda::CUDAGuard guard(in.streams.device());
+  check(model::cuda::hc_pre(a, stream_of(in.streams)), "hc_pre");
+  return out;
+}
+
+at::Tensor hc_post(const at::Tensor& streams, const at::Tensor& y, const at::Tensor& post, const at::Tensor& comb) {
+  TORCH_CHECK(hc_supported(streams), "cuda::hc_post: contiguous bfloat16 CUDA streams [T, n, D] expected, got ", streams.sizes());
+  const int64_t T = streams.size(0), n = streams.size(1), D = streams.size(2);
+  TORCH_CHECK(y.scalar_type() == at::kBFloat16 && y.is_contiguous() && y.sizes() == at::IntArrayRef({T, D}) &&
+                  post.scalar_type() == at::kFloat && post.is_contiguous() && post.sizes() == at::IntArrayRef({T, n}) &&
+                  comb.scalar_type() == at::kFloat && comb.is_contiguous() && comb.sizes() == at::IntArrayRef({T, n, n}),
+              "cuda::hc_post: bfloat16 y [", T, ", ", D, "], float32 post [", T, ", ", n, "] and comb [", T, ", ", n, ", ", n,
+              "] expected, got ", y.sizes(), ", ", post.sizes(), ", ", comb.sizes());
+  check_placed("cuda::hc_post", streams.device(), {&streams, &y, &post, &comb}, {});
+  at::Tensor out = at::empty_like(streams);
+  HcPostArgs a;
+  a.streams = reinterpret_cast<const __nv_bfloat16*>(streams.data_ptr());
+  a.y = reinterpret_cast<const __nv_bfloat16*>(y.data_ptr());
+  a.post = post.data_ptr<float>();
+  a.comb = comb.data_ptr<float>();
+  a.out = reinterpret_cast<__nv_bfloat16*>(out.data_ptr());
+  a.tokens = T;
+  a.n = static_cast<int>(n);
+  a.dim = static_cast<int>(D);
+  const c10::cuda::CUDAGuard guard(streams.device());
+  check(model::cuda::hc_post(a, stream_of(streams)), "hc_post");
+  return out;
+}
+
+bool compressor_supported(const at::Tensor& paged, const at::Tensor& tail_kv) {
+  if (!paged.is_cuda() || paged.scalar_type() != at::kBFloat16 || paged.dim() != 3 || !tail_kv.is_cuda() ||
+      tail_kv.scalar_type() != at::kFloat)
+    return false;
+  const int64_t d = paged.size(2);
+  return d >= 2 && d % 2 == 0 && d <= 1024;
+}
+
+void compress(const CompressorUpdate& in) {
+  TORCH_CHECK(compressor_supported(in.paged, in.tail_kv), "cuda::compress: bfloat16 CUDA paged [blocks, n, d'] (d' even, at most 1024) ",
+              "and float32 tails expected, got ", in.paged.scalar_type(), " ", in.paged.sizes(), " and ", in.tail_kv.scalar_type());
+  const int64_t B = in.start.numel(), m = in.ratio, c = in.overlap, d = in.paged.size(2);
+  const auto is = [](const at::Tensor& t, at::ScalarType type) { return t.defined() && t.scalar_type() == type && t.is_contiguous(); };
+  TORCH_CHECK(is(in.kv_rows, at::kFloat) && is(in.score_rows, at::kFloat) && in.kv_rows.dim() == 3 && in.kv_rows.size(0) == B &&
+                  in.kv_rows.size(2) == c * d && in.score_rows.sizes() == in.kv_rows.sizes(),
+              "cuda::compress: float32 kv_rows and score_rows [", B, ", L, ", c * d, "] expected, got ", in.kv_rows.sizes(), " and ",
+              in.score_rows.sizes());
+  TORCH_CHECK(is(in.ape, at::kFloat) && in.ape.sizes() == at::IntArrayRef({m, c * d}) && is(in.tail_kv, at::kFloat) &&
+                  is(in.tail_score, at::kFloat) && in.tail_kv.dim() == 3 && in.tail_kv.size(1) == c * m && in.tail_kv.size(2) == c * d &&
+                  in.tail_score.sizes() == in.tail_kv.sizes(),
+              "cuda::compress: float32 ape [", m, ", ", c * d, "] and tails [slots, ", c * m, ", ", c * d, "] expected, got ",
+              in.ape.sizes(), " and ", in.tail_kv.sizes());
+  TORCH_CHECK((is(in.norm_weight, at::kFloat) || is(in.norm_weight, at::kBFloat16)) && in.norm_weight.numel() == d &&
+                  is(in.inv_freq, at::kFloat) && 2 * in.inv_freq.numel() <= d,
+              "cuda::compress: norm weight [", d, "] (float32 or bfloat16) and float32 inv_freq expected");
+  TORCH_CHECK(is(in.start, at::kLong) && is(in.slots, at::kLong) && in.slots.numel() == B && is(in.block_tables, at::kLong) &&
+                  in.block_tables.dim() == 2 && in.block_tables.size(0) == B && in.paged.size(1) * m == 128 && in.paged.is_contiguous(),
+              "cuda::compress: int64 start [B], slots [B], block_tables [B, n] and paged [blocks, 128 / ", m, ", d'] expected");
+  check_placed("cuda::compress", in.paged.device(),
+               {&in.kv_rows, &in.score_rows, &in.ape, &in.norm_weight, &in.inv_freq, &in.tail_kv, &in.tail_score, &in.start, &in.slots,
+                &in.block_tables},
+               {});
+  CompressorArgs a;
+  a.kv_rows = in.kv_rows.data_ptr<float>();
+  a.score_rows = in.score_rows.data_ptr<float>();
+  a.ape = in.ape.data_ptr<float>();
+  if (in.norm_weight.scalar_type() == at::kFloat) {
+    a.norm_weight = in.norm_weight.data_ptr<float>();
+  } else {
+    a.norm_weight_bf16 = reinterpret_cast<const __nv_bfloat16*>(in.norm_weight.data_ptr());
+  }
+  a.inv_freq = in.inv_freq.data_ptr<float>();
+  a.tail_kv = in.tail_kv.data_ptr<float>();
+  a.tail_score = in.tail_score.data_ptr<float>();
+  a.paged = reinterpret_cast<__nv_bfloat16*>(in.paged.data_ptr());
+  a.start = in.start.data_ptr<int64_t>();
+  a.slots = in.slots.data_ptr<int64_t>();
+  a.block_tables = in.block_tables.data_ptr<int64_t>();
+  a.num_seqs = B;
+  a.len = in.kv_rows.size(1);
+  a.block_stride = in.block_tables.size(1);
+  a.ratio = static_cast<int>(m);
+  a.overlap = static_cast<int>(c);
+  a.dim = static_cast<int>(d);
+  a.rope_dim = static_cast<int>(2 * in.inv_freq.numel());
+  a.eps = static_cast<float>(in.eps);
+  const c10::cuda::CUDAGuard guard(in.paged.device());
+  check(model::cuda::compress(a, stream_of(in.paged)), "compress");
 }
 
 at::Generator make_generator(uint64_t seed, at::Device device) {

@@ -38,8 +38,9 @@ void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_
 // out[query_rows] of out [T, H, D].
 struct PagedAttention {
   at::Tensor q, kv, window, entries, query_rows, start, slots, block_tables, picks, sink;
-  int64_t len = 0;    // L
-  int64_t ratio = 0;  // m, 0: window only
+  int64_t len = 0;          // L
+  int64_t ratio = 0;        // m, 0: window only
+  int64_t max_entries = 0;  // the most entries any query sees (bounds the scratch), 0: unknown
 };
 bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window);
 void sparse_attention(const PagedAttention& in, at::Tensor& out);
@@ -56,6 +57,43 @@ struct PagedIndexScores {
 };
 bool index_scores_supported(const at::Tensor& q, const at::Tensor& keys);
 at::Tensor index_scores(const PagedIndexScores& in);
+
+// CSA's pick (index_topk.h): scores [..., E] float32 on CUDA, contiguous -> [..., k] int64, the
+// top k entries of each row in ascending entry order (of equal scores the lower entry wins), -1
+// past the row's visible (> -inf) entries.
+at::Tensor index_topk(const at::Tensor& scores, int64_t k);
+
+// The KV compressor's update of one group in place (compressor.h): kv_rows and score_rows
+// [B, L, c d'] float32 (the run's projections; score without ape), ape [m, c d'] float32,
+// norm_weight [d'] float32 or bfloat16, inv_freq [r / 2] float32, tail_kv and tail_score
+// [slots, c m, c d'] float32, paged [blocks, 128 / m, d'] bfloat16, start and slots [B],
+// block_tables [B, n] int64; all CUDA and contiguous.
+struct CompressorUpdate {
+  at::Tensor kv_rows, score_rows, ape, norm_weight, inv_freq, tail_kv, tail_score, paged, start, slots, block_tables;
+  int64_t ratio = 0;
+  int64_t overlap = 1;
+  double eps = 0;
+};
+bool compressor_supported(const at::Tensor& paged, const at::Tensor& tail_kv);
+void compress(const CompressorUpdate& in);
+
+// mHC around a sub-block (hyper_connection.h): streams [T, n, D] bfloat16 on CUDA, contiguous,
+// n in {1, 2, 4, 8}, D even and at most 16384.
+bool hc_supported(const at::Tensor& streams);
+// raw [T, (2 + n) n] float32 = the float32 streams times fn^T; scale [3] and base [(2 + n) n]
+// float32; norm_weight [D] float32 or bfloat16 -> the sub-block's input [T, D] bfloat16 (the
+// normed collapse), post [T, n] and comb [T, n, n] float32.
+struct HcPre {
+  at::Tensor streams, raw, scale, base, norm_weight;
+  int64_t iters = 0;
+  double rms_eps = 0, hc_eps = 0;
+};
+struct HcPreOut {
+  at::Tensor input, post, comb;
+};
+HcPreOut hc_pre(const HcPre& in);
+// y [T, D] bfloat16 -> the new streams [T, n, D] bfloat16.
+at::Tensor hc_post(const at::Tensor& streams, const at::Tensor& y, const at::Tensor& post, const at::Tensor& comb);
 
 // A random generator on a CUDA device (the GPU's Philox), seeded.
 at::Generator make_generator(uint64_t seed, at::Device device);

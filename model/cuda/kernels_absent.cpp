@@ -19,6 +19,12 @@ bool sparse_attention_supported(const at::Tensor&, const at::Tensor&) { return f
 void sparse_attention(const PagedAttention&, at::Tensor&) { absent("cuda::sparse_attention"); }
 bool index_scores_supported(const at::Tensor&, const at::Tensor&) { return false; }
 at::Tensor index_scores(const PagedIndexScores&) { absent("cuda::index_scores"); }
+at::Tensor index_topk(const at::Tensor&, int64_t) { absent("cuda::index_topk"); }
+bool hc_supported(const at::Tensor&) { return false; }
+HcPreOut hc_pre(const HcPre&) { absent("cuda::hc_pre"); }
+at::Tensor hc_post(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("cuda::hc_post"); }
+bool compressor_supported(const at::Tensor&, const at::Tensor&) { return false; }
+void compress(const CompressorUpdate&) { absent("cuda::compress"); }
 at::Generator make_generator(uint64_t, at::Device) { absent("cuda::make_generator"); }
 
 }  // namespace deepinfer::model::cuda

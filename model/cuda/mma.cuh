@@ -48,11 +48,11 @@ __device__ __forceinline__ void mma(float (&c)[4], const uint32_t (&a)[4], uint3
 // Launches kernel(args) with `shared` bytes of dynamic shared memory, first raising the kernel's
 // limit to that (on every launch: the attribute belongs to the current device; ~1 us of host
 // time). The launch's error, or the attribute's.
-template <typename Args>
-cudaError_t launch_with_shared(void (*kernel)(Args), dim3 grid, int threads, size_t shared, cudaStream_t stream, const Args& args) {
+template <typename... Params, typename... Args>
+cudaError_t launch_with_shared(void (*kernel)(Params...), dim3 grid, int threads, size_t shared, cudaStream_t stream, const Args&... args) {
   const cudaError_t configured = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
   if (configured != cudaSuccess) return configured;
-  kernel<<<grid, threads, shared, stream>>>(args);
+  kernel<<<grid, threads, shared, stream>>>(args...);
   return cudaGetLastError();
 }
 

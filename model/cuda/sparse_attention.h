@@ -9,10 +9,13 @@
 //     -1 for none);
 // V = K, one KV head shared by all heads (MQA), the per-head sink in the softmax denominator.
 // Plain CUDA, no torch types: bfloat16 in and out, float32 softmax and accumulation, bf16
-// tensor-core MMA (mma.sync m16n8k16). One thread block per (query row, 16 heads): the keys
-// stream through shared memory in tiles of 64 in a fixed order with an online softmax, so a
-// row's result depends on its own keys only, never on the batch (batch-invariant by
-// construction).
+// tensor-core MMA (mma.sync m16n8k16). With 33..64 heads, one thread block per (query row, split
+// of 320 of its keys; more per split where a row would need more than 16 splits) holds all the
+// heads, so a key is read once per row; the splits of a row with more keys are merged by a second
+// kernel in split order (rows in batches whose partials fit 256 MB). Otherwise one block per
+// (query row, 16 heads). Either way the keys stream through shared memory in tiles of 64 in a
+// fixed order with an online softmax, and a row's splits depend on its own key count, so its
+// result depends on its own keys only, never on the batch (batch-invariant by construction).
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -33,6 +36,9 @@ struct SparseAttentionArgs {
   const int64_t* picks = nullptr;          // [B * L, num_picks] CSA entry ids or -1; null for HCA (all visible entries)
   const float* sink = nullptr;             // [H]
   __nv_bfloat16* out = nullptr;            // [rows, H, D]: written at query_rows
+  float* workspace = nullptr;              // sparse_attention_workspace_bytes(args) bytes (null when 0)
+  int64_t max_entries = 0;                 // HCA: the most visible entries of any row, 0: all the block tables hold
+  int64_t first_query = 0;                 // set by sparse_attention(): the first row of one launch
   int64_t num_seqs = 0;                    // B
   int64_t len = 0;                         // L queries per sequence
   int64_t block_stride = 0;
@@ -43,6 +49,9 @@ struct SparseAttentionArgs {
   int ratio = 0;       // m: 0 (window only) or a divisor of 128
   float scale = 0.0f;  // softmax scale (1 / sqrt(D))
 };
+
+// The scratch a call needs (the split rows' partial outputs), 0 when none.
+size_t sparse_attention_workspace_bytes(const SparseAttentionArgs& args);
 
 // cudaErrorInvalidValue for an unsupported head_dim or ratio or a null pointer it needs; else
 // the launch's error.

@@ -37,6 +37,8 @@ class TransformersArithmetic final : public Arithmetic {
                     const AttentionOptions& options) const override;
   // transformers attends over gathered keys, as attend() computes it.
   bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+  bool compresses_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+  bool mixes_in_place(const at::Tensor&) const override { return false; }
 };
 
 const Arithmetic& transformers_arithmetic();

@@ -40,10 +40,15 @@
 namespace deepinfer::bench {
 namespace {
 
-// The official arithmetic with attention over gathered keys everywhere (--attention gathered).
+// The official arithmetic on the ATen path everywhere (--attention gathered): attention over
+// gathered keys, the indexer through at::topk, the compressor's and mHC's ATen ops; the "before"
+// of the kernels (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu, compressor.cu,
+// hyper_connection.cu; hc_expand's kernel stays).
 class GatheredAttention final : public model::Arithmetic {
  public:
   bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+  bool compresses_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+  bool mixes_in_place(const at::Tensor&) const override { return false; }
 };
 
 struct Args {
@@ -55,7 +60,7 @@ struct Args {
   int warmup = 3;
   int64_t prefill_chunk = 8192;
   bool breakdown = false;
-  bool gathered = false;  // --attention gathered: attention over gathered keys (the ATen path), not in place
+  bool gathered = false;  // --attention gathered: attention and compressor on the ATen path, not the kernels
   double bytes_per_s = 4.3e12;
   double flops_per_s = 790e12;
 };
@@ -106,13 +111,37 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// Outermost operator calls on the main thread while counting is on, by name.
+// Outermost operator calls on the main thread while counting is on, by name and by the part of
+// the forward that made them.
 thread_local int g_depth = 0;
 bool g_counting = false;
 std::map<std::string, int64_t> g_calls;
+std::map<std::pair<model::ForwardPart, int64_t>, int64_t> g_calls_by_part;  // (part, layer)
+
+// Knows which part of the forward runs now (for the call counts) and passes the marks on to the
+// breakdown's timer when there is one.
+class PartTracker final : public model::PartClock {
+ public:
+  explicit PartTracker(model::PartClock* timer) : timer_(timer) {}
+  void enter(model::ForwardPart part, int64_t layer) override {
+    current = {part, layer};
+    if (timer_ != nullptr) timer_->enter(part, layer);
+  }
+  void end_step(bool decode) override {
+    if (timer_ != nullptr) timer_->end_step(decode);
+  }
+  std::pair<model::ForwardPart, int64_t> current{model::ForwardPart::kStaging, -1};
+
+ private:
+  model::PartClock* timer_;
+};
+PartTracker* g_tracker = nullptr;
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
-  if (g_counting && g_depth == 0) ++g_calls[fn.name()];
+  if (g_counting && g_depth == 0) {
+    ++g_calls[fn.name()];
+    if (g_tracker != nullptr) ++g_calls_by_part[g_tracker->current];
+  }
   ++g_depth;
   return nullptr;
 }
@@ -196,9 +225,9 @@ struct Setup {
       input.state_slots.push_back(static_cast<int32_t>(1 + b));
       input.sample_rows.push_back(b);
     }
-    if (a.breakdown) timer->enter(model::ForwardPart::kStaging, -1);
+    g_tracker->enter(model::ForwardPart::kStaging, -1);
     (void)model->forward(model::ForwardBatch::build(input, device), *cache);
-    if (a.breakdown) timer->end_step(/*decode=*/true);
+    g_tracker->end_step(/*decode=*/true);
   }
 };
 
@@ -212,6 +241,7 @@ void time_batch(Setup& s, int64_t batch) {
   if (a.breakdown) print_breakdown(*s.timer);
   const auto handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit).scopes({at::RecordScope::FUNCTION}));
   g_calls.clear();
+  g_calls_by_part.clear();
   g_counting = true;
   s.decode_step(batch);
   g_counting = false;
@@ -238,6 +268,11 @@ void time_batch(Setup& s, int64_t batch) {
   std::printf("most called:");
   for (size_t i = 0; i < std::min<size_t>(12, by_count.size()); ++i)
     std::printf(" %s %lld,", by_count[i].second.c_str(), static_cast<long long>(by_count[i].first));
+  std::printf("\n");
+  std::map<model::ForwardPart, int64_t> per_part;  // summed over the layers
+  for (const auto& [key, n] : g_calls_by_part) per_part[key.first] += n;
+  std::printf("operator calls by part:");
+  for (const auto& [part, n] : per_part) std::printf(" %s %lld,", model::forward_part_name(part), static_cast<long long>(n));
   std::printf("\n");
 }
 
@@ -274,15 +309,17 @@ int run(const Args& a) {
   s.timer = std::make_unique<engine::PartTimer>(s.device, layer_types);
   s.comm = std::make_unique<model::SingleRankCommunicator>();
   model::DeepseekV4Model::Options options;
-  if (a.breakdown) options.clock = s.timer.get();
+  static PartTracker tracker(a.breakdown ? s.timer.get() : nullptr);
+  g_tracker = &tracker;
+  options.clock = &tracker;
   static const GatheredAttention gathered;
   if (a.gathered) options.arithmetic = &gathered;
   std::printf("attention: %s\n",
               a.gathered || !model::Arithmetic::official().attends_in_place(
                                 at::empty({1, s.config.num_heads, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)),
                                 at::empty({1, s.config.sliding_window, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)))
-                  ? "over gathered keys (ATen)"
-                  : "in place (model/cuda/sparse_attention.cu)");
+                  ? "over gathered keys; compressor and mHC sites in ATen ops"
+                  : "in place (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu); compressor and mHC kernels");
   s.model = std::make_unique<model::DeepseekV4Model>(*s.weights, *s.comm, options);
   s.prefill();
   for (int64_t batch : a.batches) {

@@ -3,12 +3,13 @@
 //  - against the float64 definition over many shapes: the tiny and the real dimensions, all
 //    three layer types, heads not a multiple of 16, decode groups with ragged contexts (empty
 //    ring, inside the window, crossing block boundaries, more and fewer visible entries than k)
-//    and prefill groups whose runs cross the window and block boundaries, non-contiguous block
-//    tables; every query row written, no other row touched;
+//    and prefill groups whose runs cross the window and block boundaries, rows whose keys are
+//    split over several blocks and merged (33..64 heads), non-contiguous block tables; every
+//    query row written, no other row touched;
 //  - batch invariance: a query's output is bit-identical alone and inside batches of 2..256
 //    random other sequences, at any place in the batch;
-//  - the CUDA forward of the tiny model (bfloat16) with the kernel against the same forward
-//    attending over gathered keys (the ATen path), chunked and one-shot.
+//  - the CUDA forward of the tiny model (bfloat16) with the kernels (attention, indexer, top-k,
+//    compressor) against the same forward on the ATen path, chunked and one-shot.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -75,12 +76,23 @@ TEST(SparseAttentionCuda, MatchesTheDefinition) {
                                            kV4Hca,
                                            {"V4 CSA, k 32 < visible", 64, 512, 128, 4, 32},
                                            {"20 heads, D 128, W 64, HCA m 8", 20, 128, 64, 8, 0},
-                                           {"24 heads, D 256, CSA m 16 k 8", 24, 256, 128, 16, 8}};
+                                           {"24 heads, D 256, CSA m 16 k 8", 24, 256, 128, 16, 8},
+                                           {"48 heads, D 512, CSA k 700", 48, 512, 128, 4, 700},
+                                           {"40 heads, D 128, HCA m 32", 40, 128, 128, 32, 0},
+                                           {"40 heads, D 64, HCA m 4", 40, 64, 128, 4, 0}};
   struct Group {
     std::vector<int64_t> starts;
     int64_t len;
   };
-  const std::vector<Group> groups{{{0, 1, 5, 127, 128, 129, 383, 384, 1000, 2047, 4100}, 1}, {{0}, 150}, {{300, 64}, 130}};
+  // Where a block holds all heads (33..64): rows of 1 to 8 splits of 320 keys; HCA m 4 at 25,000:
+  // 15 splits of 448 keys, 150 such rows in two launches (their partials beyond 256 MB), and at
+  // 70,000 more keys than 16 splits can hold (the 16-head kernel then).
+  const std::vector<Group> groups{{{0, 1, 5, 127, 128, 129, 383, 384, 1000, 2047, 4100}, 1},
+                                  {{0}, 150},
+                                  {{300, 64}, 130},
+                                  {{25000, 70000, 191}, 1},
+                                  {{25000, 3000}, 1},
+                                  {{25000}, 150}};
   uint64_t seed = 1;
   for (const AttentionShape& s : shapes) {
     for (const Group& g : groups) {
@@ -199,10 +211,13 @@ TEST(IndexScoresCuda, MatchesTheAtenIndexerAndIsBatchInvariant) {
   }
 }
 
-// The official arithmetic with attention over gathered keys everywhere (the ATen path).
+// The official arithmetic on the ATen path: attention over gathered keys, at::topk, the
+// compressor's ATen ops.
 class GatheredAttention final : public Arithmetic {
  public:
   bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+  bool compresses_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
+  bool mixes_in_place(const at::Tensor&) const override { return false; }
 };
 
 TEST(SparseAttentionCuda, ForwardMatchesGatheredAttention) {
