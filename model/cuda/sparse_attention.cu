@@ -3,41 +3,19 @@
 #include <cmath>
 
 #include "model/cuda/mma.cuh"
+#include "model/cuda/sparse_attention_keys.cuh"
+#include "model/cuda/sparse_attention_sm90.h"
 
 namespace deepinfer::model::cuda {
 namespace {
 
+using namespace attention;
+
 constexpr int kHeads = 16;  // heads per block: the MMA's M
-constexpr int kKeys = 64;   // keys per tile: 16 per warp for the scores
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kPad = 8;  // bfloat16 elements of padding per shared row: ldmatrix rows fall in distinct banks
 constexpr float kLog2e = 1.4426950408889634f;
-
-// What one query row attends over.
-struct QueryKeys {
-  int64_t seq, query, position, start, slot;
-  int64_t window_keys;      // min(W, position + 1)
-  int64_t compressed_keys;  // HCA: visible entries; CSA: the picks (some may be -1)
-};
-
-// Key j of a query's list (window first, oldest position first; then the compressed entries in
-// entry / pick order), or null for a pick of -1 and j past the end.
-template <int D>
-__device__ const __nv_bfloat16* key_row(const SparseAttentionArgs& a, const QueryKeys& k, int64_t j) {
-  if (j < k.window_keys) {
-    const int64_t p = k.position - k.window_keys + 1 + j;
-    if (p < k.start) return a.ring + (k.slot * a.window + p % a.window) * D;
-    return a.kv + a.query_rows[k.seq * a.len + (p - k.start)] * D;
-  }
-  const int64_t c = j - k.window_keys;
-  if (c >= k.compressed_keys) return nullptr;
-  const int64_t w = a.picks != nullptr ? a.picks[k.query * a.num_picks + c] : c;
-  if (w < 0) return nullptr;
-  const int64_t per_block = 128 / a.ratio;
-  const int64_t block = a.block_tables[k.seq * a.block_stride + (w * a.ratio) / 128];
-  return a.entries + (block * per_block + w % per_block) * D;
-}
 
 // A warp's score tiles s[t] (16 heads x 8 keys; key 8 t + 2 quad + e of `rows`) scaled to log2
 // units, -inf where the key is missing (null row); the maxima of heads g and g + 8 over the
@@ -221,28 +199,14 @@ __global__ void __launch_bounds__(kThreads) sparse_attention_kernel(const Sparse
 // splits depend on its own key count only; with one split the block writes the output, else
 // each split writes its unnormalised output and running max / sum to the workspace and
 // combine_kernel merges them in split order.
-constexpr int kAllHeads = 64;
 constexpr int kSplitWarps = 8;
 constexpr int kSplitThreads = 32 * kSplitWarps;
-constexpr int kSplitKeys = 5 * kKeys;                  // keys per split, until a row would need more than kMaxSplits
-constexpr int kMaxSplits = 16;                         // then the splits grow (in whole tiles) instead
-constexpr int kMaxSplitKeys = 16 * kKeys;              // the most keys one split can hold (shared key pointers)
 constexpr size_t kWorkspaceBytes = size_t{256} << 20;  // partials per launch at most: rows go in batches
 
 template <int D>
 constexpr size_t split_shared_bytes() {
   return size_t{kAllHeads + 2 * kKeys} * (D + kPad) * 2 + size_t{kAllHeads} * (kKeys + kPad) * 2 + 2 * 2 * kAllHeads * sizeof(float) +
          kMaxSplitKeys * sizeof(void*);
-}
-
-// A row's keys per split and splits, from its own key count only (batch invariance).
-__host__ __device__ inline int64_t split_keys_of(int64_t num_keys) {
-  const int64_t spread = (num_keys + kMaxSplits - 1) / kMaxSplits;
-  return spread <= kSplitKeys ? kSplitKeys : (spread + kKeys - 1) / kKeys * kKeys;
-}
-__host__ __device__ inline int64_t splits_of(int64_t num_keys) {
-  const int64_t per_split = split_keys_of(num_keys);
-  return (num_keys + per_split - 1) / per_split;
 }
 
 template <int D>
@@ -480,15 +444,18 @@ template <int D>
 cudaError_t launch(const SparseAttentionArgs& args, cudaStream_t stream) {
   const int64_t rows = args.num_seqs * args.len;
   if (uses_splits(args)) {
-    const int64_t max_splits = max_splits_of(args), batch = max_splits == 1 ? rows : rows_per_launch(args);
+    const bool hopper = D == 512 && sm90_attention_supported(args);  // the same splits, on wgmma
+    const int64_t max_splits = max_splits_of(args);
+    const int64_t batch = max_splits == 1 || (hopper && sm90_attention_merges(max_splits)) ? rows : rows_per_launch(args);
     for (int64_t first = 0; first < rows; first += batch) {  // a row's result does not depend on its batch
       SparseAttentionArgs a = args;
       a.first_query = first;
       const unsigned n = static_cast<unsigned>(min(batch, rows - first));
-      cudaError_t error = launch_with_shared(split_attention_kernel<D>, dim3(n, static_cast<unsigned>(max_splits)), kSplitThreads,
-                                             split_shared_bytes<D>(), stream, a, max_splits);
+      cudaError_t error = hopper ? sm90_split_attention(a, max_splits, n, stream)
+                                 : launch_with_shared(split_attention_kernel<D>, dim3(n, static_cast<unsigned>(max_splits)), kSplitThreads,
+                                                      split_shared_bytes<D>(), stream, a, max_splits);
       if (error != cudaSuccess) return error;
-      if (max_splits == 1) continue;
+      if (max_splits == 1 || (hopper && sm90_attention_merges(max_splits))) continue;
       combine_kernel<D><<<dim3(n, static_cast<unsigned>(a.heads)), D / 4, 0, stream>>>(a, max_splits);
       if ((error = cudaGetLastError()) != cudaSuccess) return error;
     }
@@ -503,7 +470,7 @@ cudaError_t launch(const SparseAttentionArgs& args, cudaStream_t stream) {
 size_t sparse_attention_workspace_bytes(const SparseAttentionArgs& a) {
   if (!uses_splits(a) || a.num_seqs * a.len == 0 || a.ratio < 0 || (a.ratio > 0 && 128 % a.ratio != 0)) return 0;
   const int64_t max_splits = max_splits_of(a);
-  if (max_splits <= 1) return 0;
+  if (max_splits <= 1 || (a.head_dim == 512 && sm90_attention_supported(a) && sm90_attention_merges(max_splits))) return 0;
   return static_cast<size_t>(rows_per_launch(a) * max_splits * a.heads) * (a.head_dim + 2) * sizeof(float);
 }
 

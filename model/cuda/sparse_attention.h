@@ -12,8 +12,10 @@
 // tensor-core MMA (mma.sync m16n8k16). With 33..64 heads, one thread block per (query row, split
 // of 320 of its keys; more per split where a row would need more than 16 splits) holds all the
 // heads, so a key is read once per row; the splits of a row with more keys are merged by a second
-// kernel in split order (rows in batches whose partials fit 256 MB). Otherwise one block per
-// (query row, 16 heads). Either way the keys stream through shared memory in tiles of 64 in a
+// kernel in split order (rows in batches whose partials fit 256 MB). On Hopper (compute capability
+// 9.0) with D 512 the split blocks run on wgmma instead (sparse_attention_sm90.h), and the two
+// splits of a row merge inside a thread-block cluster, their partials never written to device
+// memory. Otherwise one block per (query row, 16 heads). Either way the keys stream through shared memory in tiles of 64 in a
 // fixed order with an online softmax, and a row's splits depend on its own key count, so its
 // result depends on its own keys only, never on the batch (batch-invariant by construction).
 
