@@ -67,6 +67,8 @@ bool Arithmetic::attends_in_place(const at::Tensor& q, const at::Tensor& window)
 
 bool Arithmetic::mixes_in_place(const at::Tensor& streams) const { return cuda::hc_supported(streams); }
 
+bool Arithmetic::ropes_in_place(const at::Tensor& x) const { return cuda::norm_rope_supported(x); }
+
 bool Arithmetic::compresses_in_place(const at::Tensor& paged, const at::Tensor& tail_kv) const {
   return cuda::compressor_supported(paged, tail_kv);
 }

@@ -90,6 +90,13 @@ class Arithmetic {
   // wherever the kernel runs (bfloat16 streams on CUDA). An arithmetic that overrides
   // hc_projection(), sinkhorn() or rms_norm() must return false here.
   virtual bool mixes_in_place(const at::Tensor& streams) const;
+  // Whether the attention projections' RMSNorms and RoPEs (attention.h: q_norm, the q heads'
+  // norm and RoPE, kv_norm and RoPE, the indexer q's RoPE, the output's de-rotation) run as one
+  // kernel in place each (model/cuda/rope.h: the bits of RopeAngles::apply with the tables as
+  // built, the norm within a rounding of rms_norm()) on the layer input `x`'s device and dtype.
+  // Official: wherever the kernel runs (bfloat16 on CUDA). An arithmetic that overrides
+  // rms_norm() must return false here.
+  virtual bool ropes_in_place(const at::Tensor& x) const;
 
  protected:
   Arithmetic() = default;

@@ -24,28 +24,56 @@ at::Tensor gather_paged(const at::Tensor& paged, const SequenceGroup& group, int
   return paged.view({-1, paged.size(-1)}).index_select(0, flat.reshape(-1)).view({group.num_seqs, count, paged.size(-1)});
 }
 
-Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles, const Arithmetic& arith,
+// The projections' RMSNorms and RoPEs. fused (Arithmetic::ropes_in_place): one kernel per call,
+// in place (model/cuda/rope.h: RoPE with the bits of RopeAngles::apply, the norm within a
+// rounding of rms_norm); else the arithmetic's rms_norm and RopeAngles::apply.
+struct NormAndRope {
+  const Arithmetic& arith;
+  bool fused;
+  double eps;
+
+  // t [T, (heads,) dim]: rms_norm over dim with `weight` (undefined: none) when `norm`, then
+  // the last rope_dim channels rotated by `angles` (de-rotated when `inverse`) unless it is null.
+  at::Tensor operator()(at::Tensor t, bool norm, const at::Tensor& weight, const RopeAngles* angles, bool inverse = false) const {
+    if (fused) {
+      cuda::norm_rope({.x = t,
+                       .weight = weight,
+                       .cos = angles != nullptr ? angles->cos_table() : at::Tensor(),
+                       .sin = angles != nullptr ? angles->sin_table(inverse) : at::Tensor(),
+                       .norm = norm,
+                       .eps = eps},
+                      t);
+      return t;
+    }
+    if (norm) t = arith.rms_norm(t, weight, eps);
+    return angles != nullptr ? angles->apply(t, inverse) : t;
+  }
+};
+
+Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const RopeAngles& angles, const NormAndRope& norm_rope,
                   const ForwardHooks* hooks) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0);
-  const double eps = c.rms_norm_eps;
   Projected out;
-  const at::Tensor qr =
-      arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), weights.layer(layer, "attn.q_norm.weight"), eps);
+  const at::Tensor qr = norm_rope(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), /*norm=*/true,
+                                  weights.layer(layer, "attn.q_norm.weight"), nullptr);
   const at::Tensor q_proj = at::linear(qr, weights.layer(layer, "attn.wq_b.weight"));
-  out.q = angles.apply(arith.rms_norm(q_proj.view({T, c.num_heads, c.head_dim}), at::Tensor(), eps));
-  const at::Tensor kv =
-      arith.rms_norm(at::linear(x, weights.layer(layer, "attn.wkv.weight")), weights.layer(layer, "attn.kv_norm.weight"), eps);
-  out.kv = angles.apply(kv);
-  if (observing(hooks)) {
+  out.q = norm_rope(q_proj.view({T, c.num_heads, c.head_dim}), /*norm=*/true, at::Tensor(), &angles);
+  const at::Tensor kv_proj = at::linear(x, weights.layer(layer, "attn.wkv.weight"));
+  const at::Tensor& kv_norm = weights.layer(layer, "attn.kv_norm.weight");
+  if (observing(hooks)) {  // never fused: q_proj and the normed kv are the ATen path's
     const std::string prefix = layer_prefix(layer) + "attn.";
+    const at::Tensor kv = norm_rope(kv_proj, /*norm=*/true, kv_norm, nullptr);
+    out.kv = norm_rope(kv, /*norm=*/false, at::Tensor(), &angles);
     hooks->observe(prefix + "q_residual", qr);
     hooks->observe(prefix + "q_proj", q_proj);
     hooks->observe(prefix + "kv_normed", kv);
+  } else {
+    out.kv = norm_rope(kv_proj, /*norm=*/true, kv_norm, &angles);
   }
   if (c.layer_type(layer) == LayerType::kCsa) {
     const at::Tensor iq = at::linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
-    out.index_q = angles.apply(iq);
+    out.index_q = norm_rope(iq, /*norm=*/false, at::Tensor(), &angles);
     out.index_w = at::linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat);
   }
   return out;
@@ -122,7 +150,8 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
                             c.layer_type(layer) == LayerType::kCsa,
                             weights.layer(layer, "attn.attn_sink")};
   enter(hooks, ForwardPart::kAttnProjection, layer);
-  const Projected proj = project(weights, layer, x, angles, arith, hooks);
+  const NormAndRope norm_rope{arith, arith.ropes_in_place(x) && !observing(hooks), c.rms_norm_eps};
+  const Projected proj = project(weights, layer, x, angles, norm_rope, hooks);
   const std::string prefix = layer_prefix(layer) + "attn.";
   at::Tensor out = at::empty({T, H, d}, x.options());
   for (const SequenceGroup& group : groups) {
@@ -166,7 +195,7 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
   }
   // De-rotate by the query position, then the grouped low-rank output projection.
   enter(hooks, ForwardPart::kAttnProjection, layer);
-  const at::Tensor o = angles.apply(out, /*inverse=*/true);
+  const at::Tensor o = norm_rope(out, /*norm=*/false, at::Tensor(), &angles, /*inverse=*/true);
   const int64_t G = c.o_groups, group_in = H * d / G;
   const at::Tensor wo_a = weights.layer(layer, "attn.wo_a.weight").view({G, c.o_lora_rank, group_in});
   const at::Tensor z =

@@ -23,6 +23,10 @@ class RopeAngles final {
   // x [P..., extra..., dim] where P is the positions' shape (extra dims broadcast): the last
   // rope_dim channels rotated, (a cos - b sin, a sin + b cos), or by -angle when `inverse`.
   at::Tensor apply(const at::Tensor& x, bool inverse = false) const;
+  // The tables apply() multiplies by, [P..., r/2, 2] float32: the pairs by cos_table(), the
+  // swapped pairs by sin_table(inverse) (model/cuda/rope.h reads them as they are).
+  const at::Tensor& cos_table() const { return cos_; }
+  const at::Tensor& sin_table(bool inverse) const { return inverse ? inverse_sin_ : sin_; }
 
  private:
   friend class Rope;

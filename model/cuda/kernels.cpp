@@ -15,6 +15,7 @@
 #include "model/cuda/hyper_connection.h"
 #include "model/cuda/index_scores.h"
 #include "model/cuda/index_topk.h"
+#include "model/cuda/rope.h"
 #include "model/cuda/sinkhorn.h"
 #include "model/cuda/sparse_attention.h"
 #include "model/quant.h"
@@ -293,6 +294,60 @@ at::Tensor hc_post(const at::Tensor& streams, const at::Tensor& y, const at::Ten
   const c10::cuda::CUDAGuard guard(streams.device());
   check(model::cuda::hc_post(a, stream_of(streams)), "hc_post");
   return out;
+}
+
+bool norm_rope_supported(const at::Tensor& x) {
+  return x.is_cuda() && x.scalar_type() == at::kBFloat16 && (x.dim() == 2 || x.dim() == 3) && x.size(-1) >= 2 && x.size(-1) % 2 == 0;
+}
+
+void norm_rope(const NormRope& in, at::Tensor& out) {
+  const at::Tensor& x = in.x;
+  TORCH_CHECK(norm_rope_supported(x) && x.is_contiguous(),
+              "cuda::norm_rope: contiguous bfloat16 CUDA x [T, H, d] or [T, d] with d even expected, got ", x.scalar_type(), " ", x.sizes(),
+              " on ", x.device());
+  TORCH_CHECK(out.is_cuda() && out.scalar_type() == at::kBFloat16 && out.is_contiguous() && out.sizes() == x.sizes(),
+              "cuda::norm_rope: contiguous bfloat16 out ", x.sizes(), " expected, got ", out.scalar_type(), " ", out.sizes());
+  const int64_t T = x.size(0), H = x.dim() == 3 ? x.size(1) : 1, d = x.size(-1);
+  const bool rope = in.cos.defined();
+  const auto table = [&](const at::Tensor& t) {
+    return t.defined() && t.scalar_type() == at::kFloat && t.is_contiguous() && t.dim() == 3 && t.size(0) == T && t.size(2) == 2 &&
+           2 * t.size(1) <= d;
+  };
+  TORCH_CHECK(!rope || (table(in.cos) && in.sin.sizes() == in.cos.sizes() && table(in.sin)),
+              "cuda::norm_rope: contiguous float32 cos and sin tables [", T, ", r / 2 <= ", d / 2, ", 2] expected, got ", in.cos.sizes(),
+              " and ", in.sin.defined() ? in.sin.sizes() : at::IntArrayRef());
+  TORCH_CHECK(rope || !in.sin.defined(), "cuda::norm_rope: a sin table without its cos table");
+  TORCH_CHECK(!in.weight.defined() || (in.norm && (in.weight.scalar_type() == at::kFloat || in.weight.scalar_type() == at::kBFloat16) &&
+                                       in.weight.is_contiguous() && in.weight.numel() == d),
+              "cuda::norm_rope: a norm weight needs norm and must be float32 or bfloat16 [", d, "], got ",
+              in.weight.defined() ? in.weight.sizes() : at::IntArrayRef());
+  check_placed("cuda::norm_rope", x.device(), {&in.x, &in.weight, &in.cos, &in.sin, &out}, {});
+  if (x.numel() == 0) return;
+  const int64_t r = rope ? 2 * in.cos.size(1) : 0;
+  const bool wide = d % 8 == 0 && r % 8 == 0;
+  TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % (wide ? 16 : 4) == 0 &&
+                  reinterpret_cast<uintptr_t>(out.data_ptr()) % (wide ? 16 : 4) == 0,
+              "cuda::norm_rope: x and out must be ", wide ? 16 : 4, "-byte aligned, got ", x.data_ptr(), " and ", out.data_ptr());
+  NormRopeArgs a;
+  a.x = reinterpret_cast<const __nv_bfloat16*>(x.data_ptr());
+  a.out = reinterpret_cast<__nv_bfloat16*>(out.data_ptr());
+  if (in.weight.defined() && in.weight.scalar_type() == at::kFloat) {
+    a.norm_weight = in.weight.data_ptr<float>();
+  } else if (in.weight.defined()) {
+    a.norm_weight_bf16 = reinterpret_cast<const __nv_bfloat16*>(in.weight.data_ptr());
+  }
+  if (rope) {
+    a.cos = in.cos.data_ptr<float>();
+    a.sin = in.sin.data_ptr<float>();
+  }
+  a.rows = T;
+  a.heads = static_cast<int>(H);
+  a.dim = static_cast<int>(d);
+  a.rope_dim = static_cast<int>(r);
+  a.norm = in.norm;
+  a.eps = static_cast<float>(in.eps);
+  const c10::cuda::CUDAGuard guard(x.device());
+  check(model::cuda::norm_rope(a, stream_of(x)), "norm_rope");
 }
 
 bool compressor_supported(const at::Tensor& paged, const at::Tensor& tail_kv) {

@@ -95,6 +95,21 @@ HcPreOut hc_pre(const HcPre& in);
 // y [T, D] bfloat16 -> the new streams [T, n, D] bfloat16.
 at::Tensor hc_post(const at::Tensor& streams, const at::Tensor& y, const at::Tensor& post, const at::Tensor& comb);
 
+// The attention projections' RMSNorm and RoPE in one kernel (rope.h): x [T, H, d] or [T, d]
+// bfloat16 on CUDA, contiguous, d even. norm: RMSNorm of each head vector over d with eps and
+// `weight` [d] (float32 or bfloat16; undefined: no weight), rounded to bfloat16 as rms_norm().
+// cos and sin: RopeAngles' float32 tables [T, r / 2, 2] (RopeAngles::cos_table, sin_table;
+// undefined: no RoPE), the last r channels rotated with the bits of RopeAngles::apply. Writes
+// out like x, which may be x itself (in place). With d and r multiples of 8, x and out must be
+// 16-byte aligned (else 4-byte; fresh tensors are).
+struct NormRope {
+  at::Tensor x, weight, cos, sin;
+  bool norm = false;
+  double eps = 0;
+};
+bool norm_rope_supported(const at::Tensor& x);
+void norm_rope(const NormRope& in, at::Tensor& out);
+
 // A random generator on a CUDA device (the GPU's Philox), seeded.
 at::Generator make_generator(uint64_t seed, at::Device device);
 

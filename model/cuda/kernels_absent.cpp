@@ -23,6 +23,8 @@ at::Tensor index_topk(const at::Tensor&, int64_t) { absent("cuda::index_topk"); 
 bool hc_supported(const at::Tensor&) { return false; }
 HcPreOut hc_pre(const HcPre&) { absent("cuda::hc_pre"); }
 at::Tensor hc_post(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("cuda::hc_post"); }
+bool norm_rope_supported(const at::Tensor&) { return false; }
+void norm_rope(const NormRope&, at::Tensor&) { absent("cuda::norm_rope"); }
 bool compressor_supported(const at::Tensor&, const at::Tensor&) { return false; }
 void compress(const CompressorUpdate&) { absent("cuda::compress"); }
 at::Generator make_generator(uint64_t, at::Device) { absent("cuda::make_generator"); }

@@ -39,6 +39,7 @@ class TransformersArithmetic final : public Arithmetic {
   bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
   bool compresses_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
   bool mixes_in_place(const at::Tensor&) const override { return false; }
+  bool ropes_in_place(const at::Tensor&) const override { return false; }
 };
 
 const Arithmetic& transformers_arithmetic();

@@ -21,7 +21,7 @@ cmake -S . -B $B -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD
 cmake --build $B -j16 --target $targets 2>&1 | grep -E "error|Error" | head -30
 [ -x $B/tests/attention_cuda_tests ] || exit 1
 timeout 240 $B/tests/attention_cuda_tests > /tmp/attention_tests.log 2>&1
-grep -E "V4|48 heads|tiny forward|Failure|Expected|actual|differs|written|error" /tmp/attention_tests.log | head -60
+grep -E "V4|48 heads|tiny forward|norm_rope|Failure|Expected|actual|differs|written|error" /tmp/attention_tests.log | head -60
 [ -n "${OUT:-}" ] && cp /tmp/attention_tests.log "$OUT/"
 for l in csa hca swa; do timeout 60 $B/bin/attention_bench --batch 64 --context 32768 --layer $l; done
 timeout 60 $B/bin/attention_bench --batch 256 --context 32768 --layer csa

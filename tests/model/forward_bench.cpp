@@ -41,14 +41,16 @@ namespace deepinfer::bench {
 namespace {
 
 // The official arithmetic on the ATen path everywhere (--attention gathered): attention over
-// gathered keys, the indexer through at::topk, the compressor's and mHC's ATen ops; the "before"
-// of the kernels (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu, compressor.cu,
-// hyper_connection.cu; hc_expand's kernel stays).
+// gathered keys, the indexer through at::topk, the compressor's, mHC's and the projections'
+// norm and RoPE ATen ops; the "before" of the kernels (model/cuda/sparse_attention.cu,
+// index_scores.cu, index_topk.cu, compressor.cu, hyper_connection.cu, rope.cu; hc_expand's
+// kernel stays).
 class GatheredAttention final : public model::Arithmetic {
  public:
   bool attends_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
   bool compresses_in_place(const at::Tensor&, const at::Tensor&) const override { return false; }
   bool mixes_in_place(const at::Tensor&) const override { return false; }
+  bool ropes_in_place(const at::Tensor&) const override { return false; }
 };
 
 struct Args {
@@ -318,8 +320,8 @@ int run(const Args& a) {
               a.gathered || !model::Arithmetic::official().attends_in_place(
                                 at::empty({1, s.config.num_heads, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)),
                                 at::empty({1, s.config.sliding_window, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)))
-                  ? "over gathered keys; compressor and mHC sites in ATen ops"
-                  : "in place (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu); compressor and mHC kernels");
+                  ? "over gathered keys; compressor, mHC sites, norms and RoPE in ATen ops"
+                  : "in place (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu); compressor, mHC and norm + RoPE kernels");
   s.model = std::make_unique<model::DeepseekV4Model>(*s.weights, *s.comm, options);
   s.prefill();
   for (int64_t batch : a.batches) {
