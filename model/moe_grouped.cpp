@@ -27,9 +27,9 @@ int64_t stacked_bytes(const ModelConfig& c, int64_t experts_held) {
   return c.num_layers * experts_held * 3 * c.moe_intermediate_size * c.hidden_size * 2;
 }
 
-// Whether model/cuda/moe_fp4_gemm.h's kernels take this model on `device`.
-bool fp4_kernels(const ModelConfig& c, at::Device device) {
-  return cuda::moe_fp4_supported(device, c.hidden_size, c.moe_intermediate_size);
+// Whether model/cuda/moe_fp4_gemm.h's kernels take this model, `experts_held` experts per layer, on `device`.
+bool fp4_kernels(const ModelConfig& c, int64_t experts_held, at::Device device) {
+  return cuda::moe_fp4_supported(device, c.hidden_size, c.moe_intermediate_size, experts_held);
 }
 
 bool packed(const ModelWeights& weights, int64_t layer) {
@@ -42,7 +42,7 @@ bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const a
   if (!cuda::built() || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
   const ModelConfig& c = weights.config();
   if (!grouped_shape(c, weights.experts().size())) return false;
-  if (packed(weights, layer)) return fp4_kernels(c, x.device()) || compat::kHasGroupedMm;
+  if (packed(weights, layer)) return fp4_kernels(c, weights.experts().size(), x.device()) || compat::kHasGroupedMm;
   // Dense experts: the stacked copies of every layer together must stay within the cap.
   const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
   return compat::kHasGroupedMm && w1.scalar_type() == at::kBFloat16 && stacked_bytes(c, weights.experts().size()) <= kMaxStackedBytes;
@@ -50,7 +50,7 @@ bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const a
 
 int64_t ExpertWorkspace::scratch_bytes(const ModelConfig& config, bool fp4, int64_t experts_held, at::ScalarType dtype, at::Device device) {
   if (!cuda::built() || !device.is_cuda() || dtype != at::kBFloat16 || !grouped_shape(config, experts_held)) return 0;
-  if (fp4 && fp4_kernels(config, device)) return 0;
+  if (fp4 && fp4_kernels(config, experts_held, device)) return 0;
   if (!compat::kHasGroupedMm) return 0;
   if (fp4) return experts_held * 3 * config.moe_intermediate_size * config.hidden_size * 2;
   const int64_t stacked = stacked_bytes(config, experts_held);
@@ -97,7 +97,8 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   TORCH_CHECK(usable(weights, layer, x), "ExpertWorkspace::routed_partial: the grouped path cannot run layer ", layer, " on ", x.device(),
               " ", x.scalar_type(), " (usable() is false)");
   const ModelConfig& c = weights.config();
-  if (!packed(weights, layer) || !fp4_kernels(c, x.device())) return grouped(weights, layer, x, experts, routing_weights);
+  if (!packed(weights, layer) || !fp4_kernels(c, weights.experts().size(), x.device()))
+    return grouped(weights, layer, x, experts, routing_weights);
   if (x.size(0) == 0) return at::zeros({0, c.hidden_size}, x.options().dtype(at::kFloat));
   const LayerTables& t = tables(weights, layer);
   at::Tensor rows = x.contiguous();

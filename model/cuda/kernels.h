@@ -115,8 +115,9 @@ struct MoeFp4 {
   int64_t intermediate = 0;  // I
   double swiglu_limit = 0;   // <= 0: no clamp
 };
-// CUDA build, a CUDA device of sm_80 or later, D and I multiples of 128 up to 12,288.
-bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate);
+// CUDA build, a CUDA device of sm_80 or later, D and I multiples of 128 up to 12,288, E from 1
+// to 1,024.
+bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate, int64_t experts);
 at::Tensor moe_fp4(const MoeFp4& in);
 
 }  // namespace deepinfer::model::cuda

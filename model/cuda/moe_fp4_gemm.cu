@@ -344,9 +344,9 @@ cudaError_t launch_gemm(const GemmArgs& g, int64_t max_tiles, int device, int sm
 
 }  // namespace
 
-bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate) {
+bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate, int64_t experts) {
   return hidden >= kSuper && intermediate >= kSuper && hidden % kSuper == 0 && intermediate % kSuper == 0 && hidden <= kMaxDim &&
-         intermediate <= kMaxDim;
+         intermediate <= kMaxDim && experts >= 1 && experts <= kMaxExperts;
 }
 
 size_t moe_fp4_workspace_bytes(const MoeFp4Args& args) {
@@ -357,11 +357,11 @@ size_t moe_fp4_workspace_bytes(const MoeFp4Args& args) {
 
 cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   const int64_t pairs = a.tokens * a.k;
-  if (!moe_fp4_shape_supported(a.hidden, a.intermediate) || a.tokens < 0 || a.k < 1 || a.num_experts < 1 || pairs >= (int64_t{1} << 31))
+  if (!moe_fp4_shape_supported(a.hidden, a.intermediate, a.num_experts) || a.tokens < 0 || a.k < 1 || pairs >= (int64_t{1} << 31))
     return cudaErrorInvalidValue;
   if (a.tokens == 0) return cudaSuccess;
   if (a.w13_packed == nullptr || a.w13_scale == nullptr || a.w2_packed == nullptr || a.w2_scale == nullptr || a.x == nullptr ||
-      a.experts == nullptr || a.routing_weights == nullptr || a.workspace == nullptr || a.out == nullptr || a.num_experts > kMaxExperts)
+      a.experts == nullptr || a.routing_weights == nullptr || a.workspace == nullptr || a.out == nullptr)
     return cudaErrorInvalidValue;
   int device = 0, sms = 0;
   cudaError_t error = cudaGetDevice(&device);

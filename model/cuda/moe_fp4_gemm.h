@@ -57,9 +57,10 @@ struct MoeFp4Args {
   float swiglu_limit = 0.0f;
 };
 
-// Whether D and I are shapes the kernels take (multiples of 128, at most 12,288: the decode
-// kernel keeps 8 rows of the reduction dimension in shared memory). E must be at most 1,024.
-bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate);
+// Whether the kernels take D, I and E (owned experts): D and I multiples of 128 up to 12,288
+// (the decode kernel keeps 8 rows of the reduction dimension in shared memory), E from 1 to
+// 1,024 (the sort keeps 33 E counters in shared memory).
+bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate, int64_t experts);
 
 // The scratch a call needs: the sorted pairs and tile lists, the gathered x rows of the prefill
 // tiles [tokens k, D] bfloat16 (more than 8 pairs), the activations [tokens k, I] bfloat16 and
