@@ -108,10 +108,10 @@ int run(int argc, char** argv) {
   at::Generator gen = cuda::make_generator(/*seed=*/2, cuda);
   bool all_close = true;
   for (const int64_t tokens : token_counts) {
-    // Sets until the experts they touch together exceed the L2 cache four times over (at least 2, at most 16).
+    // Sets until the experts they touch together exceed the L2 cache eight times over (at least 2, at most 16).
     std::vector<Routing> sets;
     double touched = 0;
-    while (sets.size() < 2 || (touched < 4.0 * (50 << 20) && sets.size() < 16)) {
+    while (sets.size() < 2 || (touched < 8.0 * (50 << 20) && sets.size() < 16)) {
       sets.push_back(random_routing(tokens, D, experts, k, /*hot=*/0, gen, cuda));
       touched += std::get<0>(at::_unique(sets.back().experts.flatten())).numel() * expert_bytes;
     }
