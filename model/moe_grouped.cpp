@@ -27,21 +27,31 @@ int64_t stacked_bytes(const ModelConfig& c, int64_t experts_held) {
   return c.num_layers * experts_held * 3 * c.moe_intermediate_size * c.hidden_size * 2;
 }
 
+// Whether model/cuda/moe_fp4_gemm.h's kernels take this model, `experts_held` experts per layer, on `device`.
+bool fp4_kernels(const ModelConfig& c, int64_t experts_held, at::Device device) {
+  return cuda::moe_fp4_supported(device, c.hidden_size, c.moe_intermediate_size, experts_held);
+}
+
+bool packed(const ModelWeights& weights, int64_t layer) {
+  return weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight").scalar_type() == at::kByte;
+}
+
 }  // namespace
 
 bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const {
-  if (!compat::kHasGroupedMm || !cuda::built() || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
+  if (!cuda::built() || !x.is_cuda() || x.scalar_type() != at::kBFloat16) return false;
   const ModelConfig& c = weights.config();
   if (!grouped_shape(c, weights.experts().size())) return false;
-  const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
-  if (w1.scalar_type() == at::kByte) return true;
+  if (packed(weights, layer)) return fp4_kernels(c, weights.experts().size(), x.device()) || compat::kHasGroupedMm;
   // Dense experts: the stacked copies of every layer together must stay within the cap.
-  return w1.scalar_type() == at::kBFloat16 && stacked_bytes(c, weights.experts().size()) <= kMaxStackedBytes;
+  const at::Tensor& w1 = weights.get(expert_prefix(layer, weights.experts().first) + "w1.weight");
+  return compat::kHasGroupedMm && w1.scalar_type() == at::kBFloat16 && stacked_bytes(c, weights.experts().size()) <= kMaxStackedBytes;
 }
 
 int64_t ExpertWorkspace::scratch_bytes(const ModelConfig& config, bool fp4, int64_t experts_held, at::ScalarType dtype, at::Device device) {
-  if (!compat::kHasGroupedMm || !cuda::built() || !device.is_cuda() || dtype != at::kBFloat16 || !grouped_shape(config, experts_held))
-    return 0;
+  if (!cuda::built() || !device.is_cuda() || dtype != at::kBFloat16 || !grouped_shape(config, experts_held)) return 0;
+  if (fp4 && fp4_kernels(config, experts_held, device)) return 0;
+  if (!compat::kHasGroupedMm) return 0;
   if (fp4) return experts_held * 3 * config.moe_intermediate_size * config.hidden_size * 2;
   const int64_t stacked = stacked_bytes(config, experts_held);
   return stacked <= kMaxStackedBytes ? stacked : 0;
@@ -87,6 +97,34 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   TORCH_CHECK(usable(weights, layer, x), "ExpertWorkspace::routed_partial: the grouped path cannot run layer ", layer, " on ", x.device(),
               " ", x.scalar_type(), " (usable() is false)");
   const ModelConfig& c = weights.config();
+  if (!packed(weights, layer) || !fp4_kernels(c, weights.experts().size(), x.device()))
+    return grouped(weights, layer, x, experts, routing_weights);
+  if (x.size(0) == 0) return at::zeros({0, c.hidden_size}, x.options().dtype(at::kFloat));
+  const LayerTables& t = tables(weights, layer);
+  at::Tensor rows = x.contiguous();
+  if (reinterpret_cast<uintptr_t>(rows.data_ptr()) % 16 != 0) rows = rows.clone();  // the kernels read x 16 bytes at a time
+  return cuda::moe_fp4({.w13_packed = t.w13_packed,
+                        .w13_scale = t.w13_scale,
+                        .w2_packed = t.w2_packed,
+                        .w2_scale = t.w2_scale,
+                        .x = rows,
+                        .experts = experts.contiguous(),
+                        .routing_weights = routing_weights.to(at::kFloat).contiguous(),
+                        .first_expert = weights.experts().first,
+                        .intermediate = c.moe_intermediate_size,
+                        .swiglu_limit = c.swiglu_limit});
+}
+
+at::Tensor ExpertWorkspace::routed_partial_dequantized(const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                                                       const at::Tensor& experts, const at::Tensor& routing_weights) {
+  TORCH_CHECK(compat::kHasGroupedMm && usable(weights, layer, x), "ExpertWorkspace::routed_partial_dequantized: cannot run layer ", layer,
+              " on ", x.device(), " ", x.scalar_type(), " (needs usable() and LibTorch >= 2.8)");
+  return grouped(weights, layer, x, experts, routing_weights);
+}
+
+at::Tensor ExpertWorkspace::grouped(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                    const at::Tensor& routing_weights) {
+  const ModelConfig& c = weights.config();
   const ExpertRange& owned = weights.experts();
   const int64_t E = owned.size(), I = c.moe_intermediate_size, D = c.hidden_size, k = experts.size(1);
   if (x.size(0) == 0) return at::zeros({0, D}, x.options().dtype(at::kFloat));
@@ -103,17 +141,13 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   const at::Tensor xs = x.index_select(0, tokens);  // [P, D]
 
   at::Tensor w13, w2;
-  if (weights.get(expert_prefix(layer, owned.first) + "w1.weight").scalar_type() == at::kByte) {
+  if (packed(weights, layer)) {
     const LayerTables& t = tables(weights, layer);
-    if (!w13_.defined() || w13_.size(0) != E) {
-      w13_ = at::empty({E, 2 * I, D}, x.options());
-      w2_ = at::empty({E, D, I}, x.options());
-    }
-    at::Tensor w13_matrices = w13_.view({2 * E, I, D});  // expert e: w1 at 2e, w3 at 2e + 1 (the tables' order)
+    w13 = at::empty({E, 2 * I, D}, x.options());  // rows 0..I-1 from w1, I..2I-1 from w3
+    w2 = at::empty({E, D, I}, x.options());
+    at::Tensor w13_matrices = w13.view({2 * E, I, D});  // expert e: w1 at 2e, w3 at 2e + 1 (the tables' order)
     cuda::dequant_fp4_tables(t.w13_packed, t.w13_scale, counts.repeat_interleave(2), w13_matrices);
-    cuda::dequant_fp4_tables(t.w2_packed, t.w2_scale, counts, w2_);
-    w13 = w13_;
-    w2 = w2_;
+    cuda::dequant_fp4_tables(t.w2_packed, t.w2_scale, counts, w2);
   } else {
     const Stacked& s = stacked(weights, layer);
     w13 = s.w13;

@@ -1,15 +1,17 @@
 #pragma once
 // The grouped routed-expert path on CUDA: no host synchronization and a handful of launches per
-// layer, instead of a loop over experts. Pairs (token, slot) are sorted by expert; two grouped
-// GEMMs (at::_grouped_mm through torch_compat.h) run w1|w3 and w2 over all experts at once.
-// Packed FP4 experts: one kernel dequantizes every expert that got a pair into reusable
-// bfloat16 buffers. Dense bfloat16 experts: stacked once per layer into [E, 2I, D] / [E, D, I]
-// copies (only while all layers' copies together are at most kMaxStackedBytes, so a large
-// dense model does not double its expert memory; beyond that the loop runs). Each token's k
-// contributions are summed in slot order, so results repeat bit for bit. moe.cpp's per-expert
-// loop is the reference and the fallback.
-// Owns: the per-layer device tables of expert pointers, the stacked dense copies and the
-// dequantization buffers.
+// layer, instead of a loop over experts. Packed FP4 experts: the kernels of
+// model/cuda/moe_fp4_gemm.h read each expert's FP4 weights and scales once, dequantize them in
+// registers and multiply on tensor cores, gate and up in one pass with SwiGLU after it, the
+// routing weight applied after down; no dequantized copy of any expert exists. Dense bfloat16
+// experts (and FP4 shapes those kernels do not take): pairs (token, slot) sorted by expert, two
+// grouped GEMMs (at::_grouped_mm through torch_compat.h) over all experts at once; dense experts
+// stacked once per layer into [E, 2I, D] / [E, D, I] copies (only while all layers' copies
+// together are at most kMaxStackedBytes, so a large dense model does not double its expert
+// memory; beyond that the loop runs). Each token's k contributions are summed in slot order, so
+// results repeat bit for bit. moe.cpp's per-expert loop is the reference and the fallback; the
+// dequantize-then-grouped-GEMM path (routed_partial_dequantized) is the FP4 kernels' reference.
+// Owns: the per-layer device tables of expert pointers and the stacked dense copies.
 // Does not own: routing (moe.cpp) or the exchange between ranks.
 
 #include <ATen/ATen.h>
@@ -26,9 +28,10 @@ class ExpertWorkspace {
  public:
   static constexpr int64_t kMaxStackedBytes = int64_t{2} << 30;
 
-  // Whether the grouped path can run for this layer and input: CUDA kernels built (model/cuda/kernels.h), LibTorch >= 2.8,
-  // x bfloat16 on CUDA, dimensions multiple of 32, packed FP4 experts or dense bfloat16 ones
-  // within kMaxStackedBytes. (Without a workspace, moe_forward runs the loop.)
+  // Whether the grouped path can run for this layer and input: CUDA kernels built (model/cuda/kernels.h),
+  // x bfloat16 on CUDA, dimensions multiple of 32, and packed FP4 experts (the FP4 kernels'
+  // shapes, or LibTorch >= 2.8 for the dequantizing path) or dense bfloat16 ones within
+  // kMaxStackedBytes (LibTorch >= 2.8). (Without a workspace, moe_forward runs the loop.)
   bool usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:
@@ -37,10 +40,18 @@ class ExpertWorkspace {
   at::Tensor routed_partial(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                             const at::Tensor& routing_weights);
 
+  // The same through at::_grouped_mm, packed FP4 experts first dequantized into bfloat16
+  // buffers [E, 2I, D] + [E, D, I] allocated for the call: the FP4 kernels' reference (tests,
+  // moe_bench). Needs LibTorch >= 2.8.
+  at::Tensor routed_partial_dequantized(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                        const at::Tensor& routing_weights);
+
   // The most device memory the workspace holds for a model with `experts_held` routed experts
-  // per layer, packed FP4 (`fp4`) or dense in `dtype`, run on `device`: the bfloat16 dequant
-  // buffers [E, 2I, D] + [E, D, I], or every layer's stacked dense copies; 0 where the grouped
-  // path does not run (the CPU, float32). For the memory plan, before any weight is loaded.
+  // per layer, packed FP4 (`fp4`) or dense in `dtype`, run on `device`: every layer's stacked
+  // dense copies; for FP4 experts 0 where the FP4 kernels run (their buffers grow with the step's
+  // tokens: activations, model/step_cost.h), else the dequantization buffers [E, 2I, D] +
+  // [E, D, I]; 0 where the grouped path does not run (the CPU, float32). For the memory plan,
+  // before any weight is loaded.
   static int64_t scratch_bytes(const ModelConfig& config, bool fp4, int64_t experts_held, at::ScalarType dtype, at::Device device);
 
  private:
@@ -54,11 +65,11 @@ class ExpertWorkspace {
   };
   const LayerTables& tables(const ModelWeights& weights, int64_t layer);
   const Stacked& stacked(const ModelWeights& weights, int64_t layer);
+  at::Tensor grouped(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                     const at::Tensor& routing_weights);
 
   std::map<int64_t, LayerTables> tables_;
   std::map<int64_t, Stacked> stacked_;
-  at::Tensor w13_;  // bfloat16 [E, 2I, D]: rows 0..I-1 from w1, I..2I-1 from w3
-  at::Tensor w2_;   // bfloat16 [E, D, I]
 };
 
 }  // namespace deepinfer::model

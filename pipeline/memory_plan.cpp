@@ -93,7 +93,7 @@ std::string describe(const MemoryPlan& p) {
   out << "memory plan, rank " << p.rank << " of " << p.world_size << " on " << p.device << ":\n";
   out << "  weights          " << gib(p.weights()) << " (routed experts " << gib(p.expert_weights) << ": " << p.experts_held << " of "
       << p.experts_total << " per layer; the rest " << gib(p.other_weights) << ")\n";
-  out << "  expert scratch   " << gib(p.expert_scratch) << " (bfloat16 copies of the experts a layer runs)\n";
+  out << "  expert scratch   " << gib(p.expert_scratch) << " (bfloat16 copies of dense experts; FP4 ones run in place)\n";
   out << "  state pool       " << gib(p.state()) << " (" << p.num_blocks << " blocks x " << mib(p.bytes_per_block) << " = "
       << p.num_blocks * 128 << " tokens of compressed state; " << p.num_slots << " slots x " << mib(p.bytes_per_slot) << ")\n";
   out << "  activations      " << gib(p.activations) << " (a step of " << p.step_tokens << " tokens, contexts up to " << p.max_context

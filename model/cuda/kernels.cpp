@@ -418,3 +418,67 @@ at::Generator make_generator(uint64_t seed, at::Device device) {
 }
 
 }  // namespace deepinfer::model::cuda
+
+// Routed experts straight from packed FP4 (moe_fp4_gemm.h).
+#include <c10/cuda/CUDAFunctions.h>
+
+#include "model/cuda/moe_fp4_gemm.h"
+
+namespace deepinfer::model::cuda {
+
+bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate, int64_t experts) {
+  if (!device.is_cuda() || !moe_fp4_shape_supported(hidden, intermediate, experts)) return false;
+  const int index = device.has_index() ? device.index() : c10::cuda::current_device();
+  int major = 0;
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) == cudaSuccess && major >= 8;
+}
+
+at::Tensor moe_fp4(const MoeFp4& in) {
+  const at::Tensor& x = in.x;
+  TORCH_CHECK(x.defined(), "cuda::moe_fp4: x is undefined");
+  TORCH_CHECK(x.is_cuda() && x.scalar_type() == at::kBFloat16 && x.dim() == 2 && x.is_contiguous(),
+              "cuda::moe_fp4: contiguous bfloat16 CUDA x [N, D] expected, got ", x.scalar_type(), " ", x.sizes(), " on ", x.device());
+  const int64_t N = x.size(0), D = x.size(1), I = in.intermediate, E = in.w2_packed.numel();
+  TORCH_CHECK(moe_fp4_supported(x.device(), D, I, E), "cuda::moe_fp4: D ", D, " and I ", I, " must be multiples of 128 up to 12288 and E ",
+              E, " in [1, 1024], on a GPU of sm_80 or later");
+  const auto is = [](const at::Tensor& t, at::ScalarType type) { return t.defined() && t.scalar_type() == type && t.is_contiguous(); };
+  TORCH_CHECK(is(in.experts, at::kLong) && in.experts.dim() == 2 && in.experts.size(0) == N && in.experts.size(1) >= 1 &&
+                  is(in.routing_weights, at::kFloat) && in.routing_weights.sizes() == in.experts.sizes(),
+              "cuda::moe_fp4: int64 experts and float32 routing_weights [", N, ", k >= 1] expected, got ", in.experts.sizes(), " and ",
+              in.routing_weights.sizes());
+  const int64_t k = in.experts.size(1);
+  TORCH_CHECK(N * k < (int64_t{1} << 31), "cuda::moe_fp4: ", N, " x ", k, " pairs are more than the kernels index");
+  TORCH_CHECK(is(in.w13_packed, at::kLong) && in.w13_packed.numel() == 2 * E && is(in.w13_scale, at::kLong) &&
+                  in.w13_scale.numel() == 2 * E && is(in.w2_packed, at::kLong) && is(in.w2_scale, at::kLong) && in.w2_scale.numel() == E,
+              "cuda::moe_fp4: int64 pointer tables w13 [2E], w2 [E] expected, got ", in.w13_packed.numel(), ", ", in.w13_scale.numel(),
+              ", ", in.w2_packed.numel(), ", ", in.w2_scale.numel());
+  check_placed("cuda::moe_fp4", x.device(),
+               {&x, &in.experts, &in.routing_weights, &in.w13_packed, &in.w13_scale, &in.w2_packed, &in.w2_scale}, {&x});
+  at::Tensor out = at::empty({N, D}, x.options().dtype(at::kFloat));
+  if (N == 0) return out;
+  MoeFp4Args a;
+  a.w13_packed = reinterpret_cast<const uint64_t*>(in.w13_packed.data_ptr<int64_t>());
+  a.w13_scale = reinterpret_cast<const uint64_t*>(in.w13_scale.data_ptr<int64_t>());
+  a.w2_packed = reinterpret_cast<const uint64_t*>(in.w2_packed.data_ptr<int64_t>());
+  a.w2_scale = reinterpret_cast<const uint64_t*>(in.w2_scale.data_ptr<int64_t>());
+  a.x = reinterpret_cast<const __nv_bfloat16*>(x.data_ptr());
+  a.experts = in.experts.data_ptr<int64_t>();
+  a.routing_weights = in.routing_weights.data_ptr<float>();
+  a.out = out.data_ptr<float>();
+  a.tokens = N;
+  a.k = k;
+  a.hidden = D;
+  a.intermediate = I;
+  a.first_expert = in.first_expert;
+  a.num_experts = E;
+  a.swiglu_limit = static_cast<float>(in.swiglu_limit);
+  const c10::cuda::CUDAGuard guard(x.device());
+  // The sorted pairs, tile lists, gathered rows, activations and per-pair outputs, from the caching allocator
+  // (stream-ordered: freed after the launches, reused only by later work on this stream).
+  const at::Tensor workspace = at::empty({static_cast<int64_t>(moe_fp4_workspace_bytes(a))}, x.options().dtype(at::kByte));
+  a.workspace = workspace.data_ptr();
+  check(model::cuda::moe_fp4(a, stream_of(x)), "moe_fp4");
+  return out;
+}
+
+}  // namespace deepinfer::model::cuda

@@ -114,3 +114,25 @@ void norm_rope(const NormRope& in, at::Tensor& out);
 at::Generator make_generator(uint64_t seed, at::Device device);
 
 }  // namespace deepinfer::model::cuda
+
+// Routed experts straight from packed FP4 (moe_fp4_gemm.h): one layer's owned experts
+// [first_expert, first_expert + E) as int64 device-pointer tables (w13_packed / w13_scale [2E]:
+// expert e's w1 at 2 e, its w3 at 2 e + 1, each [I, D / 2] / [I, D / 32] uint8, 16-byte aligned;
+// w2_packed / w2_scale [E]: [D, I / 2] / [D, I / 32]), E at most 1,024; x [N, D] bfloat16,
+// experts [N, k] int64, routing_weights [N, k] float32 -> [N, D] float32: each token's pairs of
+// owned experts, summed in slot order. No host read.
+namespace deepinfer::model::cuda {
+
+struct MoeFp4 {
+  at::Tensor w13_packed, w13_scale, w2_packed, w2_scale;
+  at::Tensor x, experts, routing_weights;
+  int64_t first_expert = 0;
+  int64_t intermediate = 0;  // I
+  double swiglu_limit = 0;   // <= 0: no clamp
+};
+// CUDA build, a CUDA device of sm_80 or later, D and I multiples of 128 up to 12,288, E from 1
+// to 1,024.
+bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate, int64_t experts);
+at::Tensor moe_fp4(const MoeFp4& in);
+
+}  // namespace deepinfer::model::cuda

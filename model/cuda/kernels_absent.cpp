@@ -30,3 +30,11 @@ void compress(const CompressorUpdate&) { absent("cuda::compress"); }
 at::Generator make_generator(uint64_t, at::Device) { absent("cuda::make_generator"); }
 
 }  // namespace deepinfer::model::cuda
+
+// Routed experts straight from packed FP4.
+namespace deepinfer::model::cuda {
+
+bool moe_fp4_supported(at::Device, int64_t, int64_t, int64_t) { return false; }
+at::Tensor moe_fp4(const MoeFp4&) { absent("cuda::moe_fp4"); }
+
+}  // namespace deepinfer::model::cuda

@@ -1,0 +1,73 @@
+#pragma once
+// A layer's routed experts straight from packed FP4 (W4A16): grouped GEMMs that stream each
+// expert's e2m1 weights and e8m0 scales from HBM once, dequantize them in registers to bfloat16
+// and multiply on bf16 tensor cores (mma.sync m16n8k16, float32 accumulation). No dequantized
+// copy of a weight exists anywhere. The ATen reference is ExpertWorkspace's dequantize-then-
+// at::_grouped_mm path (model/moe_grouped.h); this computes the same arithmetic:
+//   h = bf16(x w1^T), bf16(x w3^T)                       (float32 sums, one rounding each)
+//   act = bf16(bf16(silu(min(h1, L))) * clamp(h3, -L, L))   (no clamp when swiglu_limit <= 0)
+//   y = bf16(act w2^T); per pair y * routing weight (float32); per token the k slots summed in
+//   slot order in float32; pairs of experts outside [first_expert, first_expert + E) add nothing.
+// Plain CUDA, no torch types.
+//
+// Layouts. Expert e of the tables is expert first_expert + e. One FP4 matrix [rows, cols] is
+// packed [rows, cols / 2] uint8 (the low nibble the even column) and scale [rows, cols / 32]
+// uint8 e8m0 (2^(s - 127)); w1 and w3 are [I, D], w2 is [D, I]; every packed matrix 16-byte
+// aligned. x [tokens, D] bfloat16, contiguous, 16-byte aligned. D and I multiples of 128.
+//
+// Scale bytes 59..192 give the exact dequantized products (the kernel multiplies the weights by
+// 2^-64 and x by 2^64, which cancel exactly): below that a weight's magnitude is under 2^-67
+// and flushes towards zero, above it (and the e8m0 NaN, 255) the results are inf or NaN.
+// Activations must stay below 2^64 in magnitude for the same reason.
+//
+// Work: one block sorts the (token, slot) pairs of owned experts by expert (a stable counting
+// sort, no atomics, no host read) and cuts each expert's rows into tiles on the device: up to 8
+// rows (decode: one 8-token MMA column tile, weights streamed once with a deep register
+// prefetch) or 64 rows (prefill: eight column tiles per weight fragment, the rows staged through
+// shared memory). Both regimes run the same k16 steps in the same order for every output
+// element, so a pair's result does not depend on how many rows its expert got or where they sit
+// (bitwise). Grids are persistent and sized on the host from bounds alone. Launches: the sort,
+// gate/up (decode tiles, then prefill tiles), down (the same), the sum over slots; with at most
+// 8 pairs no prefill launch (and no gather of the prefill rows before gate/up).
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace deepinfer::model::cuda {
+
+struct MoeFp4Args {
+  const uint64_t* w13_packed = nullptr;    // [2E] device pointers: expert e's w1 at 2e, its w3 at 2e + 1
+  const uint64_t* w13_scale = nullptr;     // [2E]
+  const uint64_t* w2_packed = nullptr;     // [E]
+  const uint64_t* w2_scale = nullptr;      // [E]
+  const __nv_bfloat16* x = nullptr;        // [tokens, D]
+  const int64_t* experts = nullptr;        // [tokens, k] expert ids
+  const float* routing_weights = nullptr;  // [tokens, k]
+  void* workspace = nullptr;               // moe_fp4_workspace_bytes(args) bytes, 256-byte aligned
+  float* out = nullptr;                    // [tokens, D] float32
+  int64_t tokens = 0;
+  int64_t k = 0;
+  int64_t hidden = 0;        // D
+  int64_t intermediate = 0;  // I
+  int64_t first_expert = 0;
+  int64_t num_experts = 0;  // E: the experts this rank owns
+  float swiglu_limit = 0.0f;
+};
+
+// Whether the kernels take D, I and E (owned experts): D and I multiples of 128 up to 12,288
+// (the decode kernel keeps 8 rows of the reduction dimension in shared memory), E from 1 to
+// 1,024 (the sort keeps 33 E counters in shared memory).
+bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate, int64_t experts);
+
+// The scratch a call needs: the sorted pairs and tile lists, the gathered x rows of the prefill
+// tiles [tokens k, D] bfloat16 (more than 8 pairs), the activations [tokens k, I] bfloat16 and
+// each pair's output [tokens k, D] float32.
+size_t moe_fp4_workspace_bytes(const MoeFp4Args& args);
+
+// cudaErrorInvalidValue for unsupported shapes or a missing pointer; else the first launch error.
+cudaError_t moe_fp4(const MoeFp4Args& args, cudaStream_t stream);
+
+}  // namespace deepinfer::model::cuda

@@ -1,0 +1,178 @@
+// The routing stages of the FP4 expert path (moe_fp4_internal.cuh): the pairs sorted by expert
+// and cut into tiles, the gather of the prefill rows and the fixed-order sum over each token's
+// slots.
+#include <algorithm>
+
+#include "model/cuda/mma.cuh"
+#include "model/cuda/moe_fp4_internal.cuh"
+
+namespace deepinfer::model::cuda::moe_fp4_detail {
+namespace {
+
+constexpr int kRouteWarps = 32;
+constexpr int kRouteThreads = 32 * kRouteWarps;
+
+// Exclusive prefix of v over the block's threads (in thread order); *total: the sum. Every
+// thread calls it; scratch holds kRouteWarps ints.
+__device__ int block_exclusive_scan(int v, int* scratch, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int x = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
+  }
+  if (lane == 31) scratch[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    int w = scratch[lane];
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, w, d);
+      if (lane >= d) w += y;
+    }
+    scratch[lane] = w;
+  }
+  __syncthreads();
+  const int before = (warp > 0 ? scratch[warp - 1] : 0) + x - v;
+  *total = scratch[kRouteWarps - 1];
+  __syncthreads();  // scratch free again
+  return before;
+}
+
+// One block: a stable counting sort of the owned pairs by expert and the tile lists. Warp w
+// owns a contiguous segment of the pairs (whole chunks of 32) and counts its rows per expert
+// in its own shared counters (lanes of one expert found with __match_any_sync; no atomics);
+// the counters become each warp's offset inside each expert, the experts' starts are a scan,
+// and a second walk places pair i at start[e] + offset[w][e] + its rank among the earlier
+// pairs of its chunk. So the pairs of an expert stay in pair order. Shared memory:
+// (kRouteWarps + 1) E ints.
+__global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* experts, int64_t pairs, int64_t first, int num_experts,
+                                                              int64_t* order, int4* small, int4* big, int32_t* counts) {
+  extern __shared__ int route_shared[];
+  __shared__ int scratch[kRouteWarps];
+  const int E = num_experts, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int* const warp_rows = route_shared;                       // [kRouteWarps][E]: rows, then offsets inside the expert
+  int* const expert_start = route_shared + kRouteWarps * E;  // [E]
+  int* const mine = warp_rows + warp * E;
+  const int64_t seg = ((pairs + kRouteWarps - 1) / kRouteWarps + 31) / 32 * 32;
+  const int64_t begin = warp * seg, end = min(pairs, begin + seg);
+  const auto key_of = [&](int64_t i) {
+    if (i >= end) return -1;
+    const int64_t id = experts[i] - first;
+    return id >= 0 && id < E ? static_cast<int>(id) : -1;
+  };
+  for (int i = threadIdx.x; i < kRouteWarps * E; i += kRouteThreads) warp_rows[i] = 0;
+  __syncthreads();
+  for (int64_t c = begin; c < end; c += 32) {
+    const int key = key_of(c + lane);
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
+    if (key >= 0 && lane == __ffs(peers) - 1) mine[key] += __popc(peers);
+    __syncwarp();
+  }
+  __syncthreads();
+  int start_base = 0, small_base = 0, big_base = 0;
+  for (int e0 = 0; e0 < E; e0 += kRouteThreads) {
+    const int e = e0 + threadIdx.x;
+    int rows = 0;
+    if (e < E) {
+      for (int w = 0; w < kRouteWarps; ++w) {
+        const int n = warp_rows[w * E + e];
+        warp_rows[w * E + e] = rows;
+        rows += n;
+      }
+    }
+    int total = 0, small_total = 0, big_total = 0;
+    const int start = start_base + block_exclusive_scan(rows, scratch, &total);
+    const int n_small = rows >= 1 && rows <= kSmallRows ? 1 : 0;
+    const int n_big = rows > kSmallRows ? (rows + kTileRows - 1) / kTileRows : 0;
+    const int small_at = small_base + block_exclusive_scan(n_small, scratch, &small_total);
+    const int big_at = big_base + block_exclusive_scan(n_big, scratch, &big_total);
+    if (e < E) expert_start[e] = start;
+    if (n_small) small[small_at] = make_int4(e, start, rows, 0);
+    for (int q = 0; q < n_big; ++q) big[big_at + q] = make_int4(e, start + q * kTileRows, min(kTileRows, rows - q * kTileRows), 0);
+    start_base += total;
+    small_base += small_total;
+    big_base += big_total;
+  }
+  __syncthreads();
+  for (int64_t c = begin; c < end; c += 32) {
+    const int key = key_of(c + lane);
+    const unsigned peers = __match_any_sync(0xffffffffu, key);
+    if (key >= 0) order[expert_start[key] + mine[key] + __popc(peers & ((1u << lane) - 1u))] = c + lane;
+    __syncwarp();
+    if (key >= 0 && lane == __ffs(peers) - 1) mine[key] += __popc(peers);
+    __syncwarp();
+  }
+  if (threadIdx.x == 0) {
+    counts[0] = small_base;
+    counts[1] = big_base;
+    counts[2] = start_base;
+  }
+}
+
+// The prefill tiles' x rows in sorted order, in operand order (times 2^64): one warp per row.
+__global__ void gather_kernel(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, const int32_t* count, int dim,
+                              __nv_bfloat16* gathered) {
+  const int lane = threadIdx.x & 31;
+  const int64_t slots = int64_t{*count} * kTileRows, warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; i < slots; i += warps) {
+    const int4 tile = big[i / kTileRows];
+    const int r = static_cast<int>(i % kTileRows);
+    if (r >= tile.z) continue;
+    const int64_t row = tile.y + r;
+    const uint4* src = reinterpret_cast<const uint4*>(x + order[row] / k * dim);
+    uint4* dst = reinterpret_cast<uint4*>(gathered + row * dim);
+    for (int G = lane; G < dim / 8; G += 32) dst[G] = to_operand(__ldg(src + G));
+  }
+}
+
+// out[t] = the sum of its k pairs' outputs in slot order, those of experts outside [first, last) left out.
+__global__ void combine_kernel(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
+                               float* out) {
+  const int quads = dim / 4;
+  const int64_t total = tokens * quads, stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t token = i / quads, q = i % quads;
+    float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < k; ++s) {
+      const int64_t pair = token * k + s, id = experts[pair];
+      if (id < first || id >= last) continue;
+      const float4 v = reinterpret_cast<const float4*>(per_pair + pair * dim)[q];
+      sum.x += v.x;
+      sum.y += v.y;
+      sum.z += v.z;
+      sum.w += v.w;
+    }
+    reinterpret_cast<float4*>(out)[i] = sum;
+  }
+}
+
+}  // namespace
+
+size_t route_shared_bytes(int num_experts) { return size_t{kRouteWarps + 1} * num_experts * sizeof(int); }
+
+cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, int64_t* order, int4* small, int4* big,
+                         int32_t* counts, cudaStream_t stream) {
+  return launch_with_shared(route_kernel, dim3(1), kRouteThreads, route_shared_bytes(num_experts), stream, experts, pairs, first,
+                            num_experts, order, small, big, counts);
+}
+
+cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, const int32_t* count, int64_t max_tiles,
+                          int dim, __nv_bfloat16* gathered, int sms, cudaStream_t stream) {
+  constexpr int kWarpsPerBlock = 8;
+  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (max_tiles * kTileRows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  if (blocks <= 0) return cudaSuccess;
+  gather_kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(x, order, k, big, count, dim, gathered);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_combine(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
+                           float* out, int sms, cudaStream_t stream) {
+  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (tokens * dim / 4 + 255) / 256);
+  if (blocks <= 0) return cudaSuccess;
+  combine_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(per_pair, experts, tokens, k, first, last, dim, out);
+  return cudaGetLastError();
+}
+
+}  // namespace deepinfer::model::cuda::moe_fp4_detail
