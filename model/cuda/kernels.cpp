@@ -2,6 +2,7 @@
 #include "model/cuda/kernels.h"
 
 #include <ATen/cuda/CUDAGeneratorImpl.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -15,6 +16,7 @@
 #include "model/cuda/hyper_connection.h"
 #include "model/cuda/index_scores.h"
 #include "model/cuda/index_topk.h"
+#include "model/cuda/moe_fp4_gemm.h"
 #include "model/cuda/rope.h"
 #include "model/cuda/sinkhorn.h"
 #include "model/cuda/sparse_attention.h"
@@ -417,14 +419,7 @@ at::Generator make_generator(uint64_t seed, at::Device device) {
   return gen;
 }
 
-}  // namespace deepinfer::model::cuda
-
 // Routed experts straight from packed FP4 (moe_fp4_gemm.h).
-#include <c10/cuda/CUDAFunctions.h>
-
-#include "model/cuda/moe_fp4_gemm.h"
-
-namespace deepinfer::model::cuda {
 
 bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate, int64_t experts) {
   if (!device.is_cuda() || !moe_fp4_shape_supported(hidden, intermediate, experts)) return false;
