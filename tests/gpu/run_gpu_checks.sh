@@ -8,6 +8,7 @@
 #   tests/gpu/run_gpu_checks.sh build breakdown context          # step breakdown; slice decode at 4K/32K/128K
 #   tests/gpu/run_gpu_checks.sh build nccl nccl_fail             # 2 GPUs (nvidia-h200-x2)
 #   tests/gpu/run_gpu_checks.sh build_bench memory long_bench    # memory plan refusal; bench at 4K/32K/128K
+#   tests/gpu/run_gpu_checks.sh build_kernels kernel_tests moe_bench micro forward_kernels   # our kernels
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -38,6 +39,26 @@ for s in "$@"; do
     build_bench)
       # Only what the benchmark stages run (a few minutes instead of the full build).
       stage build_bench 420 "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target deepinfer forward_bench pipeline_tests" ;;
+    build_kernels)
+      # The kernels' tests and benchmarks, forward_bench, and the transformers comparison's targets.
+      stage build_kernels ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target attention_cuda_tests moe_cuda_tests model_cuda_tests moe_bench attention_micro forward_bench ${DEEPINFER_BUILD_EXTRA:-}" ;;
+    kernel_tests)
+      for t in attention_cuda_tests moe_cuda_tests model_cuda_tests; do
+        stage $t ${DEEPINFER_KERNEL_TEST_LIMIT:-150} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/$t"
+        grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$LOGS/$t.log" | head -20
+      done ;;
+    moe_bench)
+      stage moe_bench ${DEEPINFER_MOE_BENCH_LIMIT:-150} "$build/bin/moe_bench --tokens ${DEEPINFER_MOE_TOKENS:-1,64,256,4096} --iters 30" ;;
+    micro)
+      # The attention and indexer kernels alone (tests/model/attention_micro.cu, CUDA-graph replay).
+      stage micro 120 "for l in csa hca swa; do $build/bin/attention_micro attention --batch 64 --context 32768 --layer \$l; done; $build/bin/attention_micro attention --batch 256 --context 32768 --layer csa; $build/bin/attention_micro attention --batch 64 --context 131072 --layer hca; $build/bin/attention_micro attention --batch 1 --context 32768 --layer csa; for c in 32768 131072; do $build/bin/attention_micro indexer --batch 64 --context \$c; done" ;;
+    forward_kernels)
+      # forward_bench on v4-flash-slice with the ATen path (gathered) and our kernels (paged), side by side.
+      for ctx in ${DEEPINFER_FORWARD_CONTEXTS:-512 32768}; do
+        for att in ${DEEPINFER_FORWARD_ATTENTION:-gathered paged}; do
+          stage forward_${ctx}_$att ${DEEPINFER_FORWARD_LIMIT:-200} "$build/bin/forward_bench --config configs/models/v4-flash-slice.json --device cuda --batch 1,64,256 --context $ctx --iters 10 --warmup 2 --breakdown 1 --attention $att"
+        done
+      done ;;
     memory)
       # The memory plan: the full V4-Flash shape is refused on one GPU, with its advice (exit 2).
       stage memory_refusal 120 "$build/bin/deepinfer bench --model random:configs/models/v4-flash.json --num-prompts 1 --input-len 16:16 --output-len 4:4; test \$? -eq 2" ;;

@@ -49,7 +49,8 @@ class MoeFp4Cuda : public ::testing::Test {
   const at::Device cuda_{at::kCUDA, 0};
 };
 
-// ||out - ref|| / ||ref|| of the kernels against the dequantizing path, for one case.
+// ||out - ref|| / ||ref|| of the kernels against the dequantizing path, for one case
+// (||out - ref|| where the reference is all zero).
 double relative_error(const Case& c, const ModelWeights& weights, const Routing& r, at::Device device) {
   ExpertWorkspace workspace;
   EXPECT_TRUE(workspace.usable(weights, 0, r.x));
@@ -59,7 +60,9 @@ double relative_error(const Case& c, const ModelWeights& weights, const Routing&
   EXPECT_EQ(out.sizes(), ref.sizes());
   EXPECT_FALSE(out.isnan().any().item<bool>()) << "unwritten or NaN elements";
   const double norm = ref.norm().item<double>(), diff = (out - ref).norm().item<double>();
-  EXPECT_GT(norm, 0.0);
+  // No pair routed to an owned expert (possible for a few tokens and a subrange of experts): the
+  // partial is exactly zero, and so must the kernels' be.
+  if (norm == 0.0) return diff;
   return diff / norm;
 }
 
