@@ -9,17 +9,19 @@
 #include <thread>
 
 #include "engine/check.h"
+#include "engine/prompt_logprobs.h"
 #include "engine/sampler.h"
 
 namespace deepinfer::engine {
 namespace {
 
-// The sampled tokens of one step, copied to the host asynchronously; wait() blocks on an
-// event recorded right after the copy, not on the device work queued behind it.
+// The sampled tokens of one step (and its prompt logprobs, already queued for the host), copied to
+// the host asynchronously; wait() blocks on an event recorded right after the copy, not on the
+// device work queued behind it.
 class ModelStep final : public PendingStep {
  public:
-  ModelStep(int64_t step, std::vector<SampledToken> rows, const SampleResult& sampled, at::Device device)
-      : step_(step), rows_(std::move(rows)) {
+  ModelStep(int64_t step, std::vector<SampledToken> rows, const SampleResult& sampled, at::Device device, PromptScores prompt)
+      : step_(step), rows_(std::move(rows)), prompt_(std::move(prompt)) {
     if (device.is_cpu()) {
       tokens_ = sampled.tokens;
       logprobs_ = sampled.logprobs;
@@ -64,6 +66,7 @@ class ModelStep final : public PendingStep {
         }
       executed.logprobs[i] = std::move(row);
     }
+    executed.prompt_logprobs = prompt_.results();
     return executed;
   }
 
@@ -72,6 +75,7 @@ class ModelStep final : public PendingStep {
  private:
   int64_t step_;
   std::vector<SampledToken> rows_;
+  PromptScores prompt_;
   at::Tensor tokens_, logprobs_, top_ids_, top_logprobs_;
   std::unique_ptr<c10::Event> event_;
 };
@@ -164,9 +168,11 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   std::vector<int64_t> pending_flat_rows, pending_source_rows;
   std::vector<SampledToken> rows;
   std::vector<SamplingRow> sampling;
+  PromptScores prompt;
   int64_t flat = 0;
   for (const ScheduledSeq& row : out.seqs) {
     check_pool_ids(row, out.step);
+    prompt.add(row, flat);
     std::vector<int64_t> tokens(row.query_token_ids.begin(), row.query_token_ids.end());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       if (tokens[i] != kPendingToken) continue;
@@ -188,6 +194,7 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
       sampling.push_back(sampling_row(row, out.eos_token_id, config().vocab_size));
     }
   }
+  input.score_rows = prompt.flat_rows();
   model::ForwardBatch batch = model::ForwardBatch::build(input, options_.device);
   if (!pending_flat_rows.empty()) {
     const auto index_options = at::TensorOptions().dtype(at::kLong);
@@ -196,21 +203,28 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
     batch.token_ids.index_copy_(0, dst, last_tokens_.index_select(0, src));
   }
   SampleResult sampled;
+  // The forward, with the scored prompt rows' final hidden states where a row asks for them.
+  const auto run = [&]() {
+    if (prompt.empty()) return model_.forward(batch, cache_);
+    model::DeepseekV4Model::Scored scored = model_.forward_scored(batch, cache_);
+    prompt.compute(model_, scored.score_hidden, options_.device);
+    return scored.logits;
+  };
   if (!rows.empty()) {
-    const at::Tensor logits = model_.forward(batch, cache_);  // [S, vocab] float32
+    const at::Tensor logits = run();  // [S, vocab] float32
     if (debug_logits_) dump_logits(debug_logits_.get(), logits, sampling);
     if (clock != nullptr) clock->enter(model::ForwardPart::kSampler, -1);
     const SamplingBatch params = SamplingBatch::from_rows(sampling, config().vocab_size).to(options_.device, /*non_blocking=*/true);
     sampled = sample(logits, params);
   } else {
-    model_.forward(batch, cache_);  // prefill chunks that sample nothing still write the cache
+    run();  // prefill chunks that sample nothing still write the cache
     sampled.tokens = at::empty({0}, at::TensorOptions().dtype(at::kLong).device(options_.device));
   }
   last_tokens_ = sampled.tokens;
   last_rows_.clear();
   for (std::size_t i = 0; i < rows.size(); ++i) last_rows_[rows[i].seq_id] = static_cast<int64_t>(i);
   last_step_ = out.step;
-  auto step = std::make_unique<ModelStep>(out.step, std::move(rows), sampled, options_.device);
+  auto step = std::make_unique<ModelStep>(out.step, std::move(rows), sampled, options_.device, std::move(prompt));
   for (const SamplingRow& s : sampling) step->wants_logprobs_.push_back(s.logprobs >= 0);
   if (clock != nullptr) clock->end_step(out.kind == StepKind::kDecode);
   return step;

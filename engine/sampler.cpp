@@ -150,20 +150,32 @@ at::Tensor log_normalizer(const at::Tensor& x) {
 }
 
 void add_logprobs(const at::Tensor& logits, const SamplingBatch& batch, SampleResult& out) {
-  const at::Tensor raw = logits.to(at::kFloat);
-  const at::Tensor x = raw - raw.amax(1, /*keepdim=*/true);  // [B, V]
-  const at::Tensor log_z = log_normalizer(x).unsqueeze(1);   // [B, 1]
-  const at::Tensor chosen = out.tokens.clamp_min(0).unsqueeze(1);
-  out.logprobs = at::where(out.tokens.ge(0), (x.gather(1, chosen) - log_z).squeeze(1), kNegInf);
-  if (batch.num_logprobs > 0) {
-    // A stable sort puts equal logprobs in id order on every device.
-    auto [values, ids] = at::sort(x, /*stable=*/true, /*dim=*/1, /*descending=*/true);
-    out.top_ids = ids.narrow(1, 0, batch.num_logprobs).contiguous();
-    out.top_logprobs = (values.narrow(1, 0, batch.num_logprobs) - log_z).contiguous();
-  }
+  TokenLogprobs lp = token_logprobs(logits, out.tokens, std::max<int64_t>(batch.num_logprobs, 0));
+  out.logprobs = std::move(lp.logprobs);
+  out.top_ids = std::move(lp.top_ids);
+  out.top_logprobs = std::move(lp.top_logprobs);
 }
 
 }  // namespace
+
+TokenLogprobs token_logprobs(const at::Tensor& logits, const at::Tensor& tokens, int64_t top_n) {
+  TORCH_CHECK(logits.dim() == 2 && tokens.dim() == 1 && tokens.size(0) == logits.size(0) && top_n >= 0 && top_n <= logits.size(1),
+              "token_logprobs: logits [B, V], tokens [B] and top_n in [0, V] expected, got ", logits.sizes(), ", ", tokens.sizes(), ", ",
+              top_n);
+  const at::Tensor raw = logits.to(at::kFloat);
+  const at::Tensor x = raw - raw.amax(1, /*keepdim=*/true);  // [B, V]
+  const at::Tensor log_z = log_normalizer(x).unsqueeze(1);   // [B, 1]
+  const at::Tensor chosen = tokens.clamp_min(0).unsqueeze(1);
+  TokenLogprobs out;
+  out.logprobs = at::where(tokens.ge(0), (x.gather(1, chosen) - log_z).squeeze(1), kNegInf);
+  if (top_n > 0) {
+    // A stable sort puts equal logprobs in id order on every device.
+    auto [values, ids] = at::sort(x, /*stable=*/true, /*dim=*/1, /*descending=*/true);
+    out.top_ids = ids.narrow(1, 0, top_n).contiguous();
+    out.top_logprobs = (values.narrow(1, 0, top_n) - log_z).contiguous();
+  }
+  return out;
+}
 
 int fixed_point_bits(int64_t vocab_size) {
   TORCH_CHECK(vocab_size > 0, "vocab_size must be > 0, got ", vocab_size);

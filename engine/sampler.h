@@ -46,6 +46,16 @@ struct SampleResult {
 // logits: [B, V] float32, bfloat16 or float16; batch on the logits' device with size B.
 SampleResult sample(const at::Tensor& logits, const SamplingBatch& batch);
 
+// The logprobs of `tokens` [B] int64 under raw logits [B, V] (-inf where a token is -1) and the
+// top `top_n` (>= 0; top_ids / top_logprobs undefined for 0), with step 5's arithmetic above: the
+// same bits on every device. What sample() returns as logprobs, and the prompt logprobs.
+struct TokenLogprobs {
+  at::Tensor logprobs;      // [B] float32
+  at::Tensor top_ids;       // [B, top_n] int64
+  at::Tensor top_logprobs;  // [B, top_n] float32
+};
+TokenLogprobs token_logprobs(const at::Tensor& logits, const at::Tensor& tokens, int64_t top_n);
+
 // [B, V] bool: the finite tokens step 3 keeps, i.e. those a non-greedy row can return for
 // some seed (a greedy row returns its largest). For tests and debugging.
 at::Tensor candidate_mask(const at::Tensor& logits, const SamplingBatch& batch);

@@ -27,6 +27,9 @@ std::string SamplingParams::validation_error() const {
   if (logprobs < -1 || logprobs > kMaxLogprobs) {
     return concat("logprobs must be -1 (none) or in [0, ", kMaxLogprobs, "], got ", logprobs);
   }
+  if (prompt_logprobs < -1 || prompt_logprobs > kMaxLogprobs) {
+    return concat("prompt_logprobs must be -1 (none) or in [0, ", kMaxLogprobs, "], got ", prompt_logprobs);
+  }
   for (const auto& [token, bias] : logit_bias) {
     if (token < 0 || !std::isfinite(bias))
       return concat("logit_bias needs token ids >= 0 and finite biases, got (", token, ", ", bias, ")");

@@ -28,6 +28,9 @@ struct SamplingParams {
   bool ignore_eos = false;              // EOS is then an ordinary token
   int32_t min_tokens = 0;               // [0, max_tokens]: no EOS/stop finish before this many outputs
   int32_t logprobs = -1;                // -1 = none, 0 = chosen token only, N <= kMaxLogprobs = top N too
+  // The same for the prompt: the logprob of each prompt token after the first given the ones
+  // before it, and the top N there (-1 = none).
+  int32_t prompt_logprobs = -1;
   // Added to the logits before sampling (logprobs stay of the raw logits): (token, finite bias),
   // unique tokens. banned_token_ids are never sampled; a non-empty allowed_token_ids bans every
   // other token (the model runner expands it per row and step: O(vocab), for small vocabularies

@@ -33,6 +33,11 @@ struct ScheduledSeq {
   std::vector<int32_t> block_table;
   int32_t state_slot = kNoSlot;
   std::shared_ptr<const SamplingParams> params;  // for the sampler (seed, temperature, ...)
+  // Prompt logprobs (params->prompt_logprobs >= 0, prefill rows): the first `prompt_scored` query
+  // rows are scored against the prompt token after each, query row i + 1's, or next_prompt_token
+  // for the chunk's last row (the first token of the next chunk; -1 when none is scored).
+  int32_t prompt_scored = 0;
+  int32_t next_prompt_token = -1;
 };
 
 struct SchedulerOutput {

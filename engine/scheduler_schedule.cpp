@@ -100,6 +100,10 @@ int32_t Scheduler::add_prefill_row(SchedulerOutput& out, Sequence& seq, int32_t 
   row.block_table = seq.block_table();
   row.state_slot = seq.state_slot();
   row.params = seq.shared_params();
+  if (row.params->prompt_logprobs >= 0) {  // rows at positions p with a prompt token at p + 1
+    row.prompt_scored = std::clamp(seq.num_prompt_tokens() - 1 - start, 0, n);
+    if (row.prompt_scored == n && start + n < seq.num_prompt_tokens()) row.next_prompt_token = seq.token_ids()[start + n];
+  }
   out.seqs.push_back(std::move(row));
   out.num_batched_tokens += n;
 

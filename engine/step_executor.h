@@ -20,9 +20,20 @@ struct RowLogprobs {
   std::vector<float> top_logprobs;
 };
 
+// Prompt logprobs of one prefill row (ScheduledSeq::prompt_scored): rows[i] is of the prompt
+// token at position first_position + i given the tokens before it (RowLogprobs::logprob that
+// token's, the top N there).
+struct PromptLogprobs {
+  SeqId seq_id = -1;
+  int32_t epoch = 0;
+  int32_t first_position = 0;
+  std::vector<RowLogprobs> rows;
+};
+
 struct ExecutedStep {
   StepResult result;                                 // one token per sampled row, batch order
   std::vector<std::optional<RowLogprobs>> logprobs;  // empty, or one entry per result row
+  std::vector<PromptLogprobs> prompt_logprobs;       // one per prefill row that scored its prompt
 };
 
 class PendingStep {

@@ -46,6 +46,9 @@ struct RequestLine {
   int64_t min_tokens = 0;  // <= max_tokens
   // Per output token: absent/null = none, 0 = the chosen token's logprob, N = also the top N (<= 20).
   std::optional<int64_t> logprobs;
+  // Per prompt token after the first: absent/null = none, N = its logprob given the tokens before
+  // it and the top N there (0..20).
+  std::optional<int64_t> prompt_logprobs;
   std::vector<std::pair<int32_t, float>> logit_bias;  // (token id, bias in [-100, 100]), ids ascending
   std::vector<int32_t> allowed_token_ids;             // non-empty: only these may be sampled
   std::vector<int32_t> banned_token_ids;              // never sampled

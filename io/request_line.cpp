@@ -308,6 +308,9 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     } else if (key == "logprobs") {
       if (value.type() == element_type::NULL_VALUE) continue;
       request->logprobs = get_int(key, value, 0, 20);
+    } else if (key == "prompt_logprobs") {
+      if (value.type() == element_type::NULL_VALUE) continue;
+      request->prompt_logprobs = get_int(key, value, 0, 20);
     } else if (key == "logit_bias") {
       request->logit_bias = get_logit_bias(value, options.vocab_size);
     } else if (key == "allowed_token_ids" || key == "banned_token_ids") {

@@ -17,7 +17,7 @@ DeepseekV4Model::DeepseekV4Model(const ModelWeights& weights, ExpertCommunicator
               options_.attention.query_tile);
 }
 
-at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache& cache) const {
+at::Tensor DeepseekV4Model::run_layers(const ForwardBatch& batch, ModelCache& cache) const {
   const ModelConfig& c = config();
   batch.validate();
   const at::Device batch_device = batch.token_ids.device(), weights_device = weights_.device();
@@ -27,7 +27,6 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
   TORCH_CHECK(cache.dtype() == weights_.dtype(), "DeepseekV4Model: cache dtype ", cache.dtype(), " differs from the compute dtype ",
               weights_.dtype());
   const std::vector<SequenceGroup> groups = make_groups(batch);
-  const double eps = c.rms_norm_eps;
   const int64_t T = batch.num_tokens();
   const ForwardHooks hooks{.observer = &options_.observer, .clock = options_.clock};
   hooks.enter(ForwardPart::kEmbed, -1);
@@ -69,20 +68,42 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
     streams = arith.hc_expand(streams, y, site.mix);
     tap(l, "streams", streams);
   }
+  return streams;
+}
+
+at::Tensor DeepseekV4Model::final_hidden(const at::Tensor& streams, const at::Tensor& rows) const {
+  const ModelConfig& c = config();
+  const ForwardHooks hooks{.observer = &options_.observer, .clock = options_.clock};
   hooks.enter(ForwardPart::kMhc, -1);
-  const at::Tensor sampled = streams.index_select(0, batch.sample_rows);  // [S, n, D]
+  const at::Tensor picked = streams.index_select(0, rows);  // [R, n, D]
   const at::Tensor collapsed =
-      hc_head(sampled, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, arith);
+      hc_head(picked, weights_.get("hc_head_fn"), weights_.get("hc_head_base"), weights_.get("hc_head_scale"), c, *options_.arithmetic);
   hooks.enter(ForwardPart::kNorm, -1);
-  const at::Tensor hidden = arith.rms_norm(collapsed, weights_.get("norm.weight"), eps);
-  hooks.observe("hidden", hidden);
+  return options_.arithmetic->rms_norm(collapsed, weights_.get("norm.weight"), c.rms_norm_eps);
+}
+
+at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache& cache) const {
+  const at::Tensor hidden = final_hidden(run_layers(batch, cache), batch.sample_rows);
+  if (options_.observer) options_.observer("hidden", hidden);
   return hidden;
 }
 
-at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const {
-  const at::Tensor hidden = forward_hidden(batch, cache);
+at::Tensor DeepseekV4Model::head(const at::Tensor& hidden) const {
   if (options_.clock != nullptr) options_.clock->enter(ForwardPart::kHead, -1);
   return at::linear(hidden, weights_.get("head.weight")).to(at::kFloat);
+}
+
+at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const { return head(forward_hidden(batch, cache)); }
+
+DeepseekV4Model::Scored DeepseekV4Model::forward_scored(const ForwardBatch& batch, ModelCache& cache) const {
+  const at::Tensor streams = run_layers(batch, cache);
+  const at::Tensor hidden = final_hidden(streams, batch.sample_rows);
+  if (options_.observer) options_.observer("hidden", hidden);
+  Scored out;
+  out.logits = head(hidden);
+  const bool any = batch.score_rows.defined() && batch.score_rows.numel() > 0;
+  out.score_hidden = any ? final_hidden(streams, batch.score_rows) : at::empty({0, config().hidden_size}, hidden.options());
+  return out;
 }
 
 }  // namespace deepinfer::model

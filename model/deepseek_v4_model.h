@@ -48,9 +48,22 @@ class DeepseekV4Model final {
   // Final hidden rows [S, D] (after hc_head and norm) instead of logits; for tests and MTP.
   at::Tensor forward_hidden(const ForwardBatch& batch, ModelCache& cache) const;
 
+  // forward(), and also the final hidden rows [P, D] of batch.score_rows, computed apart from the
+  // sampled rows so that asking for them changes no sampled row's bits. head() makes their logits.
+  struct Scored {
+    at::Tensor logits;        // [S, vocab] float32, as forward()
+    at::Tensor score_hidden;  // [P, D]
+  };
+  Scored forward_scored(const ForwardBatch& batch, ModelCache& cache) const;
+  // hidden [R, D] -> [R, vocab] float32 logits.
+  at::Tensor head(const at::Tensor& hidden) const;
+
   const ModelConfig& config() const { return weights_.config(); }
 
  private:
+  at::Tensor run_layers(const ForwardBatch& batch, ModelCache& cache) const;         // -> streams [T, n, D]
+  at::Tensor final_hidden(const at::Tensor& streams, const at::Tensor& rows) const;  // hc_head + norm of `rows`
+
   const ModelWeights& weights_;
   ExpertCommunicator& comm_;
   Options options_;

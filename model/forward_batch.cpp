@@ -36,8 +36,11 @@ ForwardBatch ForwardBatch::build(const BatchInput& input, at::Device device) {
   batch.sample_rows = at::from_blob(const_cast<int64_t*>(input.sample_rows.data()), {static_cast<int64_t>(input.sample_rows.size())}, i64)
                           .clone()
                           .to(device);
+  batch.score_rows =
+      at::from_blob(const_cast<int64_t*>(input.score_rows.data()), {static_cast<int64_t>(input.score_rows.size())}, i64).clone().to(device);
   batch.validate();
   for (int64_t row : input.sample_rows) TORCH_CHECK(row >= 0 && row < T, "ForwardBatch: sample row ", row, " is not in [0, ", T, ")");
+  for (int64_t row : input.score_rows) TORCH_CHECK(row >= 0 && row < T, "ForwardBatch: score row ", row, " is not in [0, ", T, ")");
   return batch;
 }
 
@@ -57,6 +60,8 @@ void ForwardBatch::validate() const {
   TORCH_CHECK(state_slots.dim() == 1 && state_slots.size(0) == B && state_slots.scalar_type() == at::kInt,
               "ForwardBatch: state_slots must be int32 [", B, "]");
   TORCH_CHECK(sample_rows.dim() == 1 && sample_rows.scalar_type() == at::kLong, "ForwardBatch: sample_rows must be int64 [S]");
+  TORCH_CHECK(!score_rows.defined() || (score_rows.dim() == 1 && score_rows.scalar_type() == at::kLong),
+              "ForwardBatch: score_rows must be int64 [P]");
   for (int64_t b = 0; b < B; ++b) {
     TORCH_CHECK(length(b) > 0, "ForwardBatch: sequence ", b, " has no query tokens");
     TORCH_CHECK(start_positions[b] >= 0, "ForwardBatch: sequence ", b, " starts at negative position ", start_positions[b]);

@@ -24,6 +24,7 @@ struct BatchInput {
   std::vector<std::vector<int32_t>> block_tables;  // [B][n_b] block ids (padded with 0)
   std::vector<int32_t> state_slots;                // [B]
   std::vector<int64_t> sample_rows;                // [S] flat token rows to produce logits for
+  std::vector<int64_t> score_rows;                 // [P] flat token rows whose final hidden states are also kept (prompt logprobs)
 };
 
 struct ForwardBatch {
@@ -33,6 +34,7 @@ struct ForwardBatch {
   at::Tensor block_tables;  // [B, max_blocks] int32
   at::Tensor state_slots;   // [B] int32
   at::Tensor sample_rows;   // [S] int64, indices into the T flat tokens
+  at::Tensor score_rows;    // [P] int64, likewise (DeepseekV4Model::forward_scored)
   // Host mirrors.
   std::vector<int64_t> query_start;      // [B + 1]
   std::vector<int64_t> start_positions;  // [B]

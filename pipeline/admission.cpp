@@ -18,6 +18,7 @@ engine::SamplingParams to_sampling_params(const io::RequestLine& request, uint64
   params.ignore_eos = request.ignore_eos;
   params.min_tokens = static_cast<int32_t>(request.min_tokens);
   params.logprobs = request.logprobs ? static_cast<int32_t>(*request.logprobs) : -1;
+  params.prompt_logprobs = request.prompt_logprobs ? static_cast<int32_t>(*request.prompt_logprobs) : -1;
   params.logit_bias = request.logit_bias;
   params.allowed_token_ids = request.allowed_token_ids;
   params.banned_token_ids = request.banned_token_ids;
@@ -83,11 +84,17 @@ void Admission::admit(engine::Scheduler& scheduler, LiveRequests& live) {
 
 void Admission::add(engine::Scheduler& scheduler, LiveRequests& live, io::RequestLine& request, int64_t index) {
   const uint64_t seed = request.seed ? *request.seed : engine::derive_request_seed(options_.job_seed, request.id);
+  std::optional<PromptLogprobsField> prompt;
+  if (request.prompt_logprobs) prompt.emplace(PromptLogprobsField{request.prompt_token_ids, {}});
   const engine::SeqId id = scheduler.add_request(request.id, std::move(request.prompt_token_ids), to_sampling_params(request, seed));
-  LiveRequest& added =
-      live.emplace(id, LiveRequest{index, request.input, request.api, seed, Clock::now(), std::nullopt, std::nullopt, std::nullopt})
-          .first->second;
+  LiveRequest& added = live.emplace(id, LiveRequest{index, request.input, request.api, seed, Clock::now(), std::nullopt, std::nullopt,
+                                                    std::nullopt, std::nullopt})
+                           .first->second;
   if (request.logprobs) added.logprobs.emplace();
+  if (prompt) {
+    prompt->rows.resize(prompt->tokens.size());
+    added.prompt_logprobs = std::move(prompt);
+  }
   if (options_.parse.tokenizer) added.text.emplace(options_.parse.tokenizer, io::OutputText::Options{.stop = std::move(request.stop)});
 }
 

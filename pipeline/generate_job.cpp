@@ -110,6 +110,7 @@ bool GenerateJob::another_step(bool stopping) {
 // Right after Scheduler::process committed a step's tokens: the commit point of each token.
 void GenerateJob::on_processed(const engine::ExecutedStep& step, const std::vector<engine::CommittedToken>& committed,
                                const StepTiming& timing) {
+  keep_prompt_logprobs(step);
   const auto now = Clock::now();
   for (const auto& token : committed) {
     auto it = live_.find(token.seq_id);
@@ -131,6 +132,23 @@ void GenerateJob::on_processed(const engine::ExecutedStep& step, const std::vect
   const double t_s = elapsed_s();
   metrics_->append(step_metrics_json(timing, static_cast<int64_t>(committed.size()), t_s));
   if (o_.on_step) o_.on_step(timing, t_s);
+}
+
+// The prompt logprobs a step computed, each position's first value kept. A step still counts
+// when its sequence was preempted (or finished) meanwhile: it ran on that epoch's own state,
+// written by earlier steps of the stream, and a recomputed prompt then adds nothing.
+void GenerateJob::keep_prompt_logprobs(const engine::ExecutedStep& step) {
+  for (const engine::PromptLogprobs& scored : step.prompt_logprobs) {
+    auto it = live_.find(scored.seq_id);
+    if (it == live_.end() || !it->second.prompt_logprobs) continue;
+    std::vector<std::optional<engine::RowLogprobs>>& rows = it->second.prompt_logprobs->rows;
+    for (std::size_t i = 0; i < scored.rows.size(); ++i) {
+      const std::size_t position = static_cast<std::size_t>(scored.first_position) + i;
+      ENGINE_ASSERT(position > 0 && position < rows.size(), "request ", scored.seq_id, ": prompt logprob for position ", position,
+                    " of a prompt of ", rows.size());
+      if (!rows[position]) rows[position] = scored.rows[i];
+    }
+  }
 }
 
 void GenerateJob::collect_finished() {

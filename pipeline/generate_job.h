@@ -85,6 +85,7 @@ class GenerateJob final {
   void abort_what_is_left();
   bool another_step(bool stopping);
   void on_processed(const engine::ExecutedStep& step, const std::vector<engine::CommittedToken>& committed, const StepTiming& timing);
+  void keep_prompt_logprobs(const engine::ExecutedStep& step);
   void collect_finished();
   void write_record(int64_t index, const ResultRecord& record);
   void flush_if_due();

@@ -15,6 +15,7 @@
 #include "engine/types.h"
 #include "io/output_text.h"
 #include "io/request.h"
+#include "pipeline/result_record.h"
 
 namespace deepinfer::pipeline {
 
@@ -30,6 +31,9 @@ struct LiveRequest {
   std::optional<io::OutputText> text;
   // With "logprobs" asked: one entry per committed output token, in output order.
   std::optional<std::vector<engine::RowLogprobs>> logprobs;
+  // With "prompt_logprobs" asked: the first value computed for each position (a prompt recomputed
+  // after a preemption adds nothing).
+  std::optional<PromptLogprobsField> prompt_logprobs;
 };
 
 using LiveRequests = std::map<engine::SeqId, LiveRequest>;

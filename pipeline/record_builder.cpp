@@ -32,6 +32,7 @@ ResultRecord finished_record(const engine::Sequence& seq, LiveRequest& request) 
                       .output_token_ids = {seq.output_token_ids().begin(), seq.output_token_ids().end()},
                       .text = std::nullopt,
                       .logprobs = std::nullopt,
+                      .prompt_logprobs = std::nullopt,
                       .prefill_chunks = m.num_prefill_chunks,
                       .first_token_step = step_or_null(m.first_token_step),
                       .finish_step = step_or_null(m.finish_step),
@@ -47,6 +48,7 @@ ResultRecord finished_record(const engine::Sequence& seq, LiveRequest& request) 
                   " logprobs for ", record.output_token_ids.size(), " tokens");
     record.logprobs = std::move(*request.logprobs);
   }
+  if (request.prompt_logprobs) record.prompt_logprobs = std::move(*request.prompt_logprobs);
   return record;
 }
 

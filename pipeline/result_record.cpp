@@ -20,6 +20,24 @@ io::JsonWriter& write_logprobs(io::JsonWriter& w, const std::vector<int32_t>& to
   return w.end_array();
 }
 
+// [null, {"token": ID, "logprob": X, "top": [[ID, X], ...]}, ...], one per prompt token, null where
+// there is none (position 0).
+io::JsonWriter& write_prompt_logprobs(io::JsonWriter& w, const PromptLogprobsField& prompt) {
+  w.begin_array();
+  for (std::size_t p = 0; p < prompt.rows.size(); ++p) {
+    if (!prompt.rows[p]) {
+      w.null();
+      continue;
+    }
+    const engine::RowLogprobs& row = *prompt.rows[p];
+    w.begin_object().key("token").value(static_cast<int64_t>(prompt.tokens[p])).key("logprob").value(row.logprob).key("top").begin_array();
+    for (std::size_t k = 0; k < row.top_ids.size(); ++k)
+      w.begin_array().value(static_cast<int64_t>(row.top_ids[k])).value(row.top_logprobs[k]).end_array();
+    w.end_array().end_object();
+  }
+  return w.end_array();
+}
+
 }  // namespace
 
 std::string to_json(const ResultRecord& r) {
@@ -42,6 +60,8 @@ std::string to_json(const ResultRecord& r) {
   r.text ? w.value(*r.text) : w.null();
   w.key("logprobs");
   r.logprobs ? write_logprobs(w, r.output_token_ids, *r.logprobs) : w.null();
+  w.key("prompt_logprobs");
+  r.prompt_logprobs ? write_prompt_logprobs(w, *r.prompt_logprobs) : w.null();
   w.key("steps").begin_object();
   w.key("prefill_chunks").value(r.prefill_chunks);
   w.key("first_token_step");

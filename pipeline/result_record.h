@@ -13,6 +13,13 @@
 
 namespace deepinfer::pipeline {
 
+// A prompt's logprobs: rows[p] is of tokens[p] given the tokens before it, with the top N there;
+// none at position 0, and none where it was not computed (a request aborted in its prefill).
+struct PromptLogprobsField {
+  std::vector<int32_t> tokens;
+  std::vector<std::optional<engine::RowLogprobs>> rows;  // [prompt length]
+};
+
 struct ResultRecord {
   std::string id;
   io::InputLocation input;
@@ -26,6 +33,7 @@ struct ResultRecord {
   std::optional<std::string> text;  // decoded output (null: no tokenizer, or an error record)
   // Asked for by the request: per output token its id, logprob and the top N (null otherwise).
   std::optional<std::vector<engine::RowLogprobs>> logprobs;
+  std::optional<PromptLogprobsField> prompt_logprobs;  // asked for by the request (null otherwise)
   int64_t prefill_chunks = 0;
   std::optional<int64_t> first_token_step;
   std::optional<int64_t> finish_step;

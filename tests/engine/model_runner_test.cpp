@@ -1,5 +1,6 @@
 // ModelRunner on the fast tiny model (random weights, CPU): it checks every block and slot id
-// of a step against its pools, and bans the stop ids of the scheduler's EOS below min_tokens.
+// of a step against its pools, bans the stop ids of the scheduler's EOS below min_tokens, steers
+// the sampler with the request's token controls, and scores prompts.
 #include "engine/model_runner.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,9 @@
 #include <string>
 
 #include "engine/check.h"
+#include "model/deepseek_v4_model.h"
 #include "model/expert_parallel.h"
+#include "model/model_cache.h"
 #include "model/random_weights.h"
 
 namespace deepinfer::engine {
@@ -106,6 +109,75 @@ TEST(ModelRunnerTest, LogitBiasBannedAndAllowedTokensSteerTheGreedyChoice) {
   const int32_t third = free.logprobs[0]->top_ids.at(2);
   allowed.allowed_token_ids = {third};
   EXPECT_EQ(t.runner.execute(prefill(3, {2}, 1, allowed))->wait().result.tokens.at(0).token_id, third);
+}
+
+// The prompt's logprobs from the model's logits at every prompt row (one forward, all rows
+// sampled), float64 log-softmax: position p + 1's from row p.
+std::vector<double> reference_prompt_logprobs(TinyRunner& t, const std::vector<int32_t>& prompt) {
+  model::DeepseekV4Model model(t.weights, t.comm, {});
+  model::ModelCache cache(t.config, {.num_blocks = 3, .num_slots = 2, .dtype = at::kFloat, .device = at::kCPU});
+  model::BatchInput input;
+  input.tokens = {std::vector<int64_t>(prompt.begin(), prompt.end())};
+  input.start_positions = {0};
+  input.block_tables = {{1}};
+  input.state_slots = {1};
+  for (std::size_t i = 0; i < prompt.size(); ++i) input.sample_rows.push_back(static_cast<int64_t>(i));
+  const at::Tensor logprobs = model.forward(model::ForwardBatch::build(input, at::kCPU), cache).to(at::kDouble).log_softmax(1);
+  std::vector<double> out;
+  for (std::size_t p = 1; p < prompt.size(); ++p) out.push_back(logprobs[static_cast<int64_t>(p) - 1][prompt[p]].item<double>());
+  return out;
+}
+
+// Prompt logprobs: one chunk, or two with the first naming the token after it; each matches the
+// model's own log-softmax at that row, the top N holds the best ids in order, and asking for them
+// changes neither the sampled token nor its logprob by a bit.
+TEST(ModelRunnerTest, PromptLogprobsMatchTheLogSoftmaxOfEachPromptRow) {
+  const std::vector<int32_t> prompt = {5, 6, 7};
+  TinyRunner reference_model;
+  const std::vector<double> expected = reference_prompt_logprobs(reference_model, prompt);
+
+  SamplingParams asks = greedy();
+  asks.logprobs = 1;
+  asks.prompt_logprobs = 2;
+  SchedulerOutput one = prefill(0, {1}, 1, asks);
+  one.seqs[0].prompt_scored = 2;  // rows 0 and 1 score tokens 6 and 7
+  TinyRunner a;
+  const ExecutedStep scored = a.runner.execute(one)->wait();
+  ASSERT_EQ(scored.prompt_logprobs.size(), 1u);
+  const PromptLogprobs& got = scored.prompt_logprobs[0];
+  EXPECT_EQ(got.seq_id, 7);
+  EXPECT_EQ(got.first_position, 1);
+  ASSERT_EQ(got.rows.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_NEAR(got.rows[i].logprob, expected[i], 1e-5) << "position " << i + 1;
+    ASSERT_EQ(got.rows[i].top_ids.size(), 2u);
+    EXPECT_GE(got.rows[i].top_logprobs[0], got.rows[i].top_logprobs[1]);
+    EXPECT_GE(got.rows[i].top_logprobs[0], got.rows[i].logprob);
+  }
+
+  SamplingParams plain = greedy();
+  plain.logprobs = 1;
+  TinyRunner b;
+  const ExecutedStep unscored = b.runner.execute(prefill(0, {1}, 1, plain))->wait();
+  EXPECT_TRUE(unscored.prompt_logprobs.empty());
+  EXPECT_EQ(unscored.result.tokens.at(0).token_id, scored.result.tokens.at(0).token_id);
+  EXPECT_EQ(unscored.logprobs.at(0)->logprob, scored.logprobs.at(0)->logprob) << "the sampled row is computed apart";
+
+  // Two chunks: [5, 6] scores 6 and, by next_prompt_token, 7; then [7] samples.
+  TinyRunner c;
+  SchedulerOutput first = prefill(0, {1}, 1, asks);
+  first.seqs[0].num_query_tokens = 2;
+  first.seqs[0].query_token_ids = {5, 6};
+  first.seqs[0].sample = false;
+  first.seqs[0].prompt_scored = 2;
+  first.seqs[0].next_prompt_token = 7;
+  first.num_batched_tokens = 2;
+  first.num_sampled = 0;
+  const ExecutedStep chunk = c.runner.execute(first)->wait();
+  ASSERT_EQ(chunk.prompt_logprobs.size(), 1u);
+  ASSERT_EQ(chunk.prompt_logprobs[0].rows.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_NEAR(chunk.prompt_logprobs[0].rows[i].logprob, expected[i], 1e-4) << "chunked, position " << i + 1;
 }
 
 }  // namespace

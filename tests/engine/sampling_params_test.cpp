@@ -34,6 +34,7 @@ TEST(SamplingParamsTest, EachBadFieldIsNamedWithItsValue) {
        "stop_token_ids must be >= 0, got -7"},
       {[](SamplingParams& p) { p.min_tokens = 17; }, "min_tokens must be in [0, max_tokens=16], got 17"},
       {[](SamplingParams& p) { p.logprobs = 21; }, "logprobs must be -1 (none) or in [0, 20], got 21"},
+      {[](SamplingParams& p) { p.prompt_logprobs = -2; }, "prompt_logprobs must be -1 (none) or in [0, 20], got -2"},
   };
   for (const Case& c : cases) {
     SamplingParams params;

@@ -149,6 +149,32 @@ TEST(SchedulerTest, ChunkedPrefillAllocatesOnceAndSamplesOnlyTheLastChunk) {
   EXPECT_EQ(out.seqs[0].output_index, 1);
 }
 
+// Prompt logprobs: each chunk scores the rows whose next position is still in the prompt, and
+// names the token after the chunk for its last row; a request that does not ask scores nothing.
+TEST(SchedulerTest, PromptLogprobRowsCoverEveryPromptTokenAfterTheFirstOnce) {
+  Scheduler::Options o = options(/*block_size=*/4, /*num_blocks=*/16, /*num_slots=*/4);
+  o.max_num_batched_tokens = 4;
+  Scheduler scheduler(o);
+  SamplingParams asks = params();
+  asks.prompt_logprobs = 2;
+  const std::vector<int32_t> tokens = prompt(10);
+  scheduler.add_request("r", tokens, asks);
+  const int32_t scored[] = {4, 4, 1}, next[] = {5, 9, -1};  // chunks of 4, 4, 2: positions 1..9 scored
+  for (int32_t i = 0; i < 3; ++i) {
+    SchedulerOutput out = step(scheduler);
+    ASSERT_EQ(out.seqs.size(), 1u);
+    EXPECT_EQ(out.seqs[0].prompt_scored, scored[i]) << "chunk " << i;
+    EXPECT_EQ(out.seqs[0].next_prompt_token, next[i]) << "chunk " << i;
+  }
+  SchedulerOutput decode = step(scheduler);
+  ASSERT_EQ(decode.kind, StepKind::kDecode);
+  EXPECT_EQ(decode.seqs[0].prompt_scored, 0);
+
+  Scheduler other(o);
+  other.add_request("s", prompt(6), params());
+  EXPECT_EQ(step(other).seqs[0].prompt_scored, 0);
+}
+
 TEST(SchedulerTest, FcfsStopsAtAHeadThatDoesNotFit) {
   Scheduler scheduler(options(/*block_size=*/4, /*num_blocks=*/5, /*num_slots=*/8));  // 4 usable blocks
   const SeqId a = scheduler.add_request("a", prompt(8), params(8));                   // 2 blocks

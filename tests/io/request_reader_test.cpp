@@ -124,6 +124,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"prompt_token_ids": [1], "ignore_eos": 1})", "field 'ignore_eos' must be a boolean"},
         BadCase{R"({"prompt_token_ids": [1], "max_tokens": 4, "min_tokens": 5})", "min_tokens = 5 exceeds max_tokens = 4"},
         BadCase{R"({"prompt_token_ids": [1], "logprobs": 21})", "field 'logprobs' = 21 is out of range [0, 20]"},
+        BadCase{R"({"prompt_token_ids": [1], "prompt_logprobs": -1})", "field 'prompt_logprobs' = -1 is out of range [0, 20]"},
         BadCase{R"({"prompt_token_ids": [1], "max_token": 5})", "unknown field 'max_token'"},
         BadCase{R"({"prompt_token_ids": [1], "max_tokens": 5, "max_tokens": 6})", "field 'max_tokens' appears twice"},
         BadCase{R"({"prompt_token_ids": [1], "n": 2})", "field 'n'"}, BadCase{R"({"prompt": "hello"})", "text prompts need the tokenizer"},
@@ -150,6 +151,9 @@ TEST(RequestLineTest, LogprobsLogitBiasAndTokenLists) {
   EXPECT_EQ(r.banned_token_ids, (std::vector<int32_t>{4}));
   EXPECT_FALSE(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1]})")).logprobs.has_value());
   EXPECT_FALSE(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1], "logprobs": null})")).logprobs.has_value());
+  EXPECT_EQ(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1, 2], "prompt_logprobs": 3})")).prompt_logprobs, 3);
+  EXPECT_FALSE(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1], "prompt_logprobs": null})")).prompt_logprobs.has_value());
+  EXPECT_FALSE(std::get<RequestLine>(parse(R"({"prompt_token_ids": [1]})")).prompt_logprobs.has_value());
   for (const auto& [line, expected] : std::vector<std::pair<std::string, std::string>>{
            {R"({"prompt_token_ids": [1], "logit_bias": {"x": 1}})", "field 'logit_bias' key \"x\" is not a token id in [0, 999]"},
            {R"({"prompt_token_ids": [1], "logit_bias": {"1000": 1}})", "key \"1000\" is not a token id"},

@@ -21,7 +21,29 @@ class FakeStepExecutor final : public engine::StepExecutor {
     if (!result) throw std::logic_error("FakeStepExecutor needs delay_steps = 0");
     auto ready = std::make_unique<Ready>(std::move(*result));
     add_logprobs(out, ready->executed);
+    add_prompt_logprobs(out, ready->executed);
     return ready;
+  }
+
+  // Made-up prompt logprobs for the rows that score their prompt (a function of the position and
+  // the token scored, so a recomputed prompt gets the same values): -(token % 5) / 8 - position /
+  // 4096, top N ids token, token + 1, ... falling by 0.25.
+  static void add_prompt_logprobs(const engine::SchedulerOutput& out, engine::ExecutedStep& executed) {
+    for (const auto& seq : out.seqs) {
+      if (seq.prompt_scored <= 0) continue;
+      engine::PromptLogprobs scored{.seq_id = seq.seq_id, .epoch = seq.epoch, .first_position = seq.start_pos + 1, .rows = {}};
+      for (int32_t i = 0; i < seq.prompt_scored; ++i) {
+        const int32_t token = i + 1 < seq.num_query_tokens ? seq.query_token_ids[i + 1] : seq.next_prompt_token;
+        engine::RowLogprobs lp;
+        lp.logprob = -static_cast<float>(token % 5) / 8 - static_cast<float>(seq.start_pos + 1 + i) / 4096;
+        for (int32_t k = 0; k < seq.params->prompt_logprobs; ++k) {
+          lp.top_ids.push_back(token + k);
+          lp.top_logprobs.push_back(lp.logprob - 0.25f * static_cast<float>(k));
+        }
+        scored.rows.push_back(std::move(lp));
+      }
+      executed.prompt_logprobs.push_back(std::move(scored));
+    }
   }
 
   // Made-up logprobs for the rows that ask (a function of the token and its output index, so
@@ -51,7 +73,7 @@ class FakeStepExecutor final : public engine::StepExecutor {
 
  private:
   struct Ready final : engine::PendingStep {
-    explicit Ready(engine::StepResult r) : executed{std::move(r), {}} {}
+    explicit Ready(engine::StepResult r) : executed{std::move(r), {}, {}} {}
     engine::ExecutedStep wait() override { return std::move(executed); }
     engine::ExecutedStep executed;
   };
