@@ -25,7 +25,9 @@ void PromptScores::add(const ScheduledSeq& row, int64_t flat_first) {
 void PromptScores::compute(const model::DeepseekV4Model& model, const at::Tensor& hidden, at::Device device) {
   const auto P = static_cast<int64_t>(targets_.size());
   ENGINE_ASSERT(hidden.dim() == 2 && hidden.size(0) == P, "PromptScores: ", P, " scored rows but hidden ", hidden.sizes());
-  const at::Tensor targets = at::tensor(targets_, at::TensorOptions().dtype(at::kLong)).to(device);
+  // From pinned memory, asynchronously: a pageable copy would wait for the forward queued before it.
+  const at::Tensor host_targets = at::tensor(targets_, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor targets = device.is_cpu() ? host_targets : host_targets.pin_memory().to(device, /*non_blocking=*/true);
   std::vector<at::Tensor> logprobs, top_ids, top_logprobs;
   for (int64_t first = 0; first < P; first += kSliceRows) {
     const int64_t n = std::min(kSliceRows, P - first);

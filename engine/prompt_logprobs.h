@@ -2,7 +2,7 @@
 // PromptScores: the prompt logprobs of one step (SamplingParams::prompt_logprobs). A prefill row
 // that scores its prompt (ScheduledSeq::prompt_scored) asks the forward for the final hidden
 // states of those rows (BatchInput::score_rows); each row's logits, through the model's head in
-// slices of kSliceRows rows (so at most kSliceRows x vocab floats exist at once), give the
+// slices of kSliceRows rows (what the memory plan counts, model/step_cost.h), give the
 // logprob of the prompt token after it and the top N there, with the sampler's arithmetic
 // (sampler.h token_logprobs: the same bits on every device). The sampled rows are computed apart,
 // so asking for prompt logprobs changes no sampled token.
@@ -18,12 +18,13 @@
 #include "engine/scheduler_output.h"
 #include "engine/step_executor.h"
 #include "model/deepseek_v4_model.h"
+#include "model/step_cost.h"
 
 namespace deepinfer::engine {
 
 class PromptScores final {
  public:
-  static constexpr int64_t kSliceRows = 256;
+  static constexpr int64_t kSliceRows = model::kScoreSliceRows;
 
   // The scored rows of `row`, whose query tokens sit at flat rows flat_first, flat_first + 1, ...
   void add(const ScheduledSeq& row, int64_t flat_first);

@@ -66,9 +66,15 @@ class DecodeCost final {
 //  - MoE: per (token, expert) pair the gathered row, its float32 partial and contribution [D]
 //    and the gate/up/activation rows [3I];
 //  - logits, Gumbel noise and scores [S, V] float32;
+//  - prompt logprobs (engine/prompt_logprobs.h): one slice of kScoreSliceRows rows' logits and
+//    what their log-softmax and sort keep alive, ~32 bytes per row and vocabulary entry;
 // plus 25% for what else is alive and the allocator's rounding (measured, step_cost.cpp).
 // An estimate from shapes, not a measurement: `deepinfer generate` and `bench` print the
 // allocator's peak beside it on CUDA.
+// Rows whose prompt logprobs are made at once (their logits, the log-softmax's and the sort's
+// [rows, V] temporaries): engine/prompt_logprobs.h slices by it, the estimate below counts one.
+inline constexpr int64_t kScoreSliceRows = 64;
+
 struct StepShape {
   int64_t tokens = 0;        // T: scheduled tokens (max_num_batched_tokens)
   int64_t max_seqs = 0;      // sequences in a step (max_num_seqs)

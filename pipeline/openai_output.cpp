@@ -68,6 +68,10 @@ void write_body(io::JsonWriter& w, element r, int64_t n) {
   }
   w.key("logprobs");
   write_logprobs(w, r["logprobs"]);
+  // The record's prompt logprobs as they are, where asked (an extension, as vLLM's completions have).
+  element prompt_logprobs;
+  if (!r["prompt_logprobs"].get(prompt_logprobs) && !prompt_logprobs.is_null())
+    w.key("prompt_logprobs").raw(simdjson::minify(prompt_logprobs));
   w.key("finish_reason").value(string_or_empty(r["finish_reason"])).end_object().end_array();
   w.key("usage").begin_object().key("prompt_tokens").value(prompt).key("completion_tokens").value(output);
   w.key("total_tokens").value(prompt + output).end_object().end_object();

@@ -1,5 +1,5 @@
 // `cat --format openai` lines from result records: completions, chat with and without
-// thinking, logprobs, and failed records.
+// thinking, logprobs, prompt logprobs, and failed records.
 #include "pipeline/openai_output.h"
 
 #include <gtest/gtest.h>
@@ -44,6 +44,11 @@ TEST(OpenAiOutputTest, LogprobsAndFailures) {
                     R"({"token_id":2,"logprob":-1.25}],[]]})"),
             std::string::npos)
       << lp;
+  std::string scored = record("completions", "stop", "null");
+  scored.insert(scored.find(R"(,"api")"), R"(,"prompt_logprobs":[null,{"token":3,"logprob":-1.5,"top":[]}])");
+  const std::string with_prompt = openai_batch_line(scored, 4);
+  EXPECT_NE(with_prompt.find(R"("prompt_logprobs":[null,{"token":3,"logprob":-1.5,"top":[]}],"finish_reason")"), std::string::npos)
+      << with_prompt;
   EXPECT_EQ(openai_batch_line(record("chat", "error", "null"), 9),
             R"({"id":"batch_req_9","custom_id":"q1","response":{"status_code":400,"request_id":"req_9","body":{"error":)"
             R"({"message":"in.jsonl:3: bad","type":"invalid_request_error"}}},"error":null})");
