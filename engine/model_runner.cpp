@@ -4,11 +4,14 @@
 #include <limits>
 
 #include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
+#include <optional>
 #include <thread>
 
 #include "engine/check.h"
+#include "engine/cuda/kernels.h"
 #include "engine/prompt_logprobs.h"
 #include "engine/sampler.h"
 
@@ -120,7 +123,11 @@ ModelRunner::ModelRunner(const model::ModelWeights& weights, model::ExpertCommun
       model_(weights, comm, options.model),
       cache_(weights.config(),
              model::ModelCache::Options{
-                 .num_blocks = options.num_blocks, .num_slots = options.num_slots, .dtype = options.dtype, .device = options.device}) {
+                 .num_blocks = options.num_blocks, .num_slots = options.num_slots, .dtype = options.dtype, .device = options.device}),
+      staging_(options.device),
+      graphs_(options.device, options.cuda_graphs),
+      comm_world_(comm.world_size()) {
+  if (options_.device.is_cuda()) stream_ = cuda::own_stream(options_.device);
   if (!options_.debug_logits_path.empty()) {
     debug_logits_.reset(std::fopen(options_.debug_logits_path.c_str(), "w"));
     TORCH_CHECK(debug_logits_ != nullptr, "ModelRunner: cannot open the debug logits file ", options_.debug_logits_path);
@@ -160,77 +167,163 @@ void ModelRunner::check_pool_ids(const ScheduledSeq& row, int64_t step) const {
   }
 }
 
-std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
-  ENGINE_ASSERT(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
-  model::PartClock* clock = options_.model.clock;
-  if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
+// The host side of one step: the forward's input, the previous step's row of each pending
+// decode token, the sampled rows and their sampling parameters, the scored prompt rows.
+struct ModelRunner::StepPlan {
   model::BatchInput input;
-  std::vector<int64_t> pending_flat_rows, pending_source_rows;
+  std::vector<int64_t> sources;  // [T]: row of the previous step's samples to take the token from, -1: the token given
   std::vector<SampledToken> rows;
-  std::vector<SamplingRow> sampling;
+  std::vector<SamplingRow> sampling;  // rows.size() real rows, then the padding rows' (decode buckets)
   PromptScores prompt;
+  bool padded = false;  // a decode step padded to its bucket (decode_graphs.h)
+};
+
+ModelRunner::StepPlan ModelRunner::plan(const SchedulerOutput& out) const {
+  StepPlan plan;
   int64_t flat = 0;
   for (const ScheduledSeq& row : out.seqs) {
     check_pool_ids(row, out.step);
-    prompt.add(row, flat);
+    plan.prompt.add(row, flat);
     std::vector<int64_t> tokens(row.query_token_ids.begin(), row.query_token_ids.end());
     for (std::size_t i = 0; i < tokens.size(); ++i) {
-      if (tokens[i] != kPendingToken) continue;
-      auto it = last_rows_.find(row.seq_id);
-      ENGINE_ASSERT(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
-                    " has a pending token but step ", out.step - 1, " sampled none for it");
-      tokens[i] = 0;  // replaced on the device below
-      pending_flat_rows.push_back(flat + static_cast<int64_t>(i));
-      pending_source_rows.push_back(it->second);
+      int64_t source = -1;
+      if (tokens[i] == kPendingToken) {
+        auto it = last_rows_.find(row.seq_id);
+        ENGINE_ASSERT(last_step_ == out.step - 1 && it != last_rows_.end(), "step ", out.step, ": sequence ", row.seq_id,
+                      " has a pending token but step ", out.step - 1, " sampled none for it");
+        tokens[i] = 0;  // replaced on the device
+        source = it->second;
+      }
+      plan.sources.push_back(source);
     }
     flat += static_cast<int64_t>(tokens.size());
-    input.tokens.push_back(std::move(tokens));
-    input.start_positions.push_back(row.start_pos);
-    input.block_tables.push_back(row.block_table);
-    input.state_slots.push_back(row.state_slot);
+    plan.input.tokens.push_back(std::move(tokens));
+    plan.input.start_positions.push_back(row.start_pos);
+    plan.input.block_tables.push_back(row.block_table);
+    plan.input.state_slots.push_back(row.state_slot);
     if (row.sample) {
-      input.sample_rows.push_back(flat - 1);
-      rows.push_back(SampledToken{.seq_id = row.seq_id, .epoch = row.epoch, .token_id = 0});
-      sampling.push_back(sampling_row(row, out.eos_token_id, config().vocab_size));
+      plan.input.sample_rows.push_back(flat - 1);
+      plan.rows.push_back(SampledToken{.seq_id = row.seq_id, .epoch = row.epoch, .token_id = 0});
+      plan.sampling.push_back(sampling_row(row, out.eos_token_id, config().vocab_size));
     }
   }
-  input.score_rows = prompt.flat_rows();
-  model::ForwardBatch batch = model::ForwardBatch::build(input, options_.device);
-  if (!pending_flat_rows.empty()) {
-    const auto index_options = at::TensorOptions().dtype(at::kLong);
-    const at::Tensor dst = at::tensor(pending_flat_rows, index_options).to(options_.device, /*non_blocking=*/true);
-    const at::Tensor src = at::tensor(pending_source_rows, index_options).to(options_.device, /*non_blocking=*/true);
-    batch.token_ids.index_copy_(0, dst, last_tokens_.index_select(0, src));
+  plan.input.score_rows = plan.prompt.flat_rows();
+  return plan;
+}
+
+// A decode step on CUDA: rows up to decode_bucket(B), block tables widened to block_bucket(); the
+// padding rows read and write only block 0 and slot 0 and sample greedily (dropped).
+void ModelRunner::pad_decode(StepPlan& plan) const {
+  model::BatchInput& in = plan.input;
+  const auto B = static_cast<int64_t>(in.tokens.size());
+  std::size_t widest_now = 1;
+  for (const auto& table : in.block_tables) widest_now = std::max(widest_now, table.size());
+  const int64_t widest = options_.max_blocks_per_seq > 0 ? options_.max_blocks_per_seq : options_.num_blocks;
+  const auto blocks = static_cast<std::size_t>(block_bucket(static_cast<int64_t>(widest_now), widest));
+  for (auto& table : in.block_tables) table.resize(blocks, 0);
+  SamplingRow padding;
+  padding.temperature = 0.0f;
+  for (int64_t b = B; b < decode_bucket(B); ++b) {
+    in.tokens.push_back({0});
+    in.start_positions.push_back(0);
+    in.block_tables.emplace_back(blocks, 0);
+    in.state_slots.push_back(0);
+    in.sample_rows.push_back(b);
+    plan.sources.push_back(-1);
+    plan.sampling.push_back(padding);
   }
-  SampleResult sampled;
-  // The forward, with the scored prompt rows' final hidden states where a row asks for them.
-  const auto run = [&]() {
+  in.static_shapes = true;
+  plan.padded = true;
+}
+
+namespace {
+
+// The outputs of the first n rows (the real ones of a padded step).
+SampleResult first_rows(const SampleResult& all, int64_t n) {
+  SampleResult out;
+  for (auto [from, to] : {std::pair{&all.tokens, &out.tokens},
+                          {&all.logprobs, &out.logprobs},
+                          {&all.top_ids, &out.top_ids},
+                          {&all.top_logprobs, &out.top_logprobs}})
+    if (from->defined()) *to = from->narrow(0, 0, n);
+  return out;
+}
+
+// What changes the work a padded decode step queues besides its bucket (decode_graphs.h).
+std::string graph_key(const model::ForwardBatch& batch, const SamplingBatch& params) {
+  const SamplingHints& h = params.hints;
+  return std::to_string(batch.num_sequences()) + "x" + std::to_string(batch.max_blocks) + " r" + std::to_string(h.any_random) + " k" +
+         std::to_string(h.max_top_k) + " p" + std::to_string(h.any_top_p) + " m" + std::to_string(h.any_min_p) + " s" +
+         std::to_string(h.any_suppress_stop) + " S" + std::to_string(params.stop_ids.size(1)) + " N" +
+         std::to_string(params.bias_rows.size(0)) + " L" + std::to_string(params.num_logprobs);
+}
+
+}  // namespace
+
+// The step's device work: the pending tokens from the previous step's samples, the forward, the
+// sampler, and the samples kept for the next step. Queues only (no host read of the device).
+SampleResult ModelRunner::run_step(model::ForwardBatch& batch, const at::Tensor& sources, const SamplingBatch* params, PromptScores& prompt,
+                                   const std::vector<SamplingRow>& sampling) {
+  batch.token_ids = at::where(sources.ge(0), last_tokens_.index_select(0, sources.clamp_min(0)), batch.token_ids);
+  const auto forward = [&]() {
     if (prompt.empty()) return model_.forward(batch, cache_);
     model::DeepseekV4Model::Scored scored = model_.forward_scored(batch, cache_);
     prompt.compute(model_, scored.score_hidden, options_.device);
     return scored.logits;
   };
-  if (!rows.empty()) {
-    const at::Tensor logits = run();  // [S, vocab] float32
-    if (debug_logits_) dump_logits(debug_logits_.get(), logits, sampling);
-    if (clock != nullptr) clock->enter(model::ForwardPart::kSampler, -1);
-    const SamplingBatch params = SamplingBatch::from_rows(sampling, config().vocab_size).to(options_.device, /*non_blocking=*/true);
-    sampled = sample(logits, params);
-  } else {
-    run();  // prefill chunks that sample nothing still write the cache
+  SampleResult sampled;
+  if (params == nullptr) {
+    forward();  // prefill chunks that sample nothing still write the cache
     sampled.tokens = at::empty({0}, at::TensorOptions().dtype(at::kLong).device(options_.device));
+    return sampled;
   }
-  last_tokens_ = sampled.tokens;
+  const at::Tensor logits = forward();  // [S, vocab] float32
+  if (debug_logits_) dump_logits(debug_logits_.get(), logits, sampling);
+  if (options_.model.clock != nullptr) options_.model.clock->enter(model::ForwardPart::kSampler, -1);
+  sampled = sample(logits, *params);
+  last_tokens_.narrow(0, 0, sampled.tokens.size(0)).copy_(sampled.tokens);
+  return sampled;
+}
+
+std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
+  ENGINE_ASSERT(!out.seqs.empty(), "ModelRunner::execute: step ", out.step, " has no sequences");
+  std::optional<c10::StreamGuard> on_stream;
+  if (stream_) on_stream.emplace(*stream_);
+  model::PartClock* clock = options_.model.clock;
+  if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
+  StepPlan plan = this->plan(out);
+  if (options_.device.is_cuda() && out.kind == StepKind::kDecode && plan.prompt.empty()) pad_decode(plan);
+  // Host tensors, then one copy to the device.
+  model::ForwardBatch batch = model::ForwardBatch::on_host(plan.input);
+  at::Tensor sources = at::tensor(plan.sources, at::TensorOptions().dtype(at::kLong));
+  std::vector<at::Tensor*> inputs = batch.device_inputs();
+  inputs.push_back(&sources);
+  std::optional<SamplingBatch> params;
+  if (!plan.sampling.empty()) {
+    params = SamplingBatch::from_rows(plan.sampling, config().vocab_size);
+    for (at::Tensor* t : params->tensors()) inputs.push_back(t);
+  }
+  staging_.upload(inputs);
+  if (!last_tokens_.defined() || last_tokens_.size(0) < static_cast<int64_t>(plan.sampling.size()))
+    last_tokens_ = at::zeros({std::max<int64_t>(decode_bucket(options_.num_slots), plan.sampling.size())},
+                             at::TensorOptions().dtype(at::kLong).device(options_.device));
+  const auto step = [&]() { return run_step(batch, sources, params ? &*params : nullptr, plan.prompt, plan.sampling); };
+  const bool graphed = plan.padded && clock == nullptr && !debug_logits_ && comm_world_ == 1;
+  SampleResult sampled = graphed ? graphs_.run(graph_key(batch, *params), staging_.device_base(), staging_.generation(), step) : step();
+  const std::size_t real_rows = plan.rows.size();
+  if (plan.padded) sampled = first_rows(sampled, static_cast<int64_t>(real_rows));
   last_rows_.clear();
-  for (std::size_t i = 0; i < rows.size(); ++i) last_rows_[rows[i].seq_id] = static_cast<int64_t>(i);
+  for (std::size_t i = 0; i < real_rows; ++i) last_rows_[plan.rows[i].seq_id] = static_cast<int64_t>(i);
   last_step_ = out.step;
-  auto step = std::make_unique<ModelStep>(out.step, std::move(rows), sampled, options_.device, std::move(prompt));
-  for (const SamplingRow& s : sampling) step->wants_logprobs_.push_back(s.logprobs >= 0);
+  auto pending = std::make_unique<ModelStep>(out.step, std::move(plan.rows), sampled, options_.device, std::move(plan.prompt));
+  for (std::size_t i = 0; i < real_rows; ++i) pending->wants_logprobs_.push_back(plan.sampling[i].logprobs >= 0);
   if (clock != nullptr) clock->end_step(out.kind == StepKind::kDecode);
-  return step;
+  return pending;
 }
 
 void ModelRunner::execute_dummy() {
+  std::optional<c10::StreamGuard> on_stream;
+  if (stream_) on_stream.emplace(*stream_);
   model::BatchInput input;
   input.tokens.push_back({0});
   input.start_positions.push_back(0);
@@ -238,7 +331,9 @@ void ModelRunner::execute_dummy() {
   input.state_slots.push_back(0);
   model::PartClock* clock = options_.model.clock;
   if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
-  model_.forward(model::ForwardBatch::build(input, options_.device), cache_);
+  model::ForwardBatch batch = model::ForwardBatch::on_host(input);
+  staging_.upload(batch.device_inputs());
+  model_.forward(batch, cache_);
   if (clock != nullptr) clock->end_step(/*decode=*/false);
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 // ModelRunner: the StepExecutor that runs the model. It consumes a SchedulerOutput snapshot
-// and never re-derives policy: builds the flat batch on the device, substitutes decode tokens
-// still on the device from the previous step (kPendingToken), runs the forward, samples, and
-// starts the copy of the sampled tokens to the host. Every read of a device result happens in
-// PendingStep::wait(), so process(N-1) overlaps execute(N).
+// and never re-derives policy: builds the step's inputs on the host and sends them in one
+// asynchronous copy (model/step_staging.h), substitutes decode tokens still on the device from the
+// previous step (kPendingToken), runs the forward, samples, and starts the copy of the sampled
+// tokens to the host. execute() never waits for the device: every read of a device result happens
+// in PendingStep::wait(), so process(N-1) and schedule(N+1) overlap step N on the GPU.
+// On CUDA, decode steps are padded to buckets and replayed from CUDA graphs (decode_graphs.h).
 // Owns: the cache tensors behind block and slot ids (model::ModelCache) and the device copy
 // of the last sampled tokens. Does not own: weights (caller), scheduling, records.
 
@@ -12,11 +14,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "engine/decode_graphs.h"
+#include "engine/prompt_logprobs.h"
+#include "engine/sampling_batch.h"
 #include "engine/step_executor.h"
 #include "model/deepseek_v4_model.h"
+#include "model/step_staging.h"
 
 namespace deepinfer::engine {
 
@@ -30,6 +37,11 @@ class ModelRunner final : public StepExecutor {
     at::ScalarType dtype = at::kFloat;
     at::Device device = at::kCPU;
     model::DeepseekV4Model::Options model;
+    // Decode steps replayed from CUDA graphs (CUDA, one rank, no part clock and no logits dump;
+    // decode steps are padded to their buckets either way). --no-cuda-graphs turns it off.
+    bool cuda_graphs = true;
+    // The widest block table a sequence can have (ceil(max_model_len / 128)); 0: num_blocks.
+    int64_t max_blocks_per_seq = 0;
     // Debugging: when set, every sampled row's logits are appended to this file as JSONL
     // {"seed": S, "position": P, "logits": [...]} (a host copy per step: slow). Rows are keyed
     // by (sequence seed, output position), which names the same token in any batch, rank or
@@ -48,14 +60,24 @@ class ModelRunner final : public StepExecutor {
   void execute_dummy() override;
 
   const model::ModelConfig& config() const { return model_.config(); }
+  const DecodeGraphs::Stats& graph_stats() const { return graphs_.stats(); }
 
  private:
+  struct StepPlan;
   void check_pool_ids(const ScheduledSeq& row, int64_t step) const;
+  StepPlan plan(const SchedulerOutput& out) const;
+  void pad_decode(StepPlan& plan) const;
+  SampleResult run_step(model::ForwardBatch& batch, const at::Tensor& sources, const SamplingBatch* params, PromptScores& prompt,
+                        const std::vector<SamplingRow>& sampling);
 
   Options options_;
   model::DeepseekV4Model model_;
   model::ModelCache cache_;
-  at::Tensor last_tokens_;                        // [S] int64 on the device: step N-1's samples
+  model::StepStaging staging_;
+  DecodeGraphs graphs_;
+  int64_t comm_world_ = 1;
+  std::optional<c10::Stream> stream_;             // CUDA: the runner's own stream, current during its steps
+  at::Tensor last_tokens_;                        // int64 on the device: step N-1's samples in its first rows
   std::unordered_map<SeqId, int64_t> last_rows_;  // sequence -> row of last_tokens_
   int64_t last_step_ = -1;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> debug_logits_{nullptr, &std::fclose};

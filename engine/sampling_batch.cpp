@@ -96,10 +96,13 @@ SamplingBatch SamplingBatch::from_rows(std::span<const SamplingRow> rows, int64_
   return batch;
 }
 
+std::vector<at::Tensor*> SamplingBatch::tensors() {
+  return {&temperature, &top_k, &top_p, &min_p, &seed, &position, &suppress_stop, &stop_ids, &bias_rows, &bias_tokens, &bias_values};
+}
+
 SamplingBatch SamplingBatch::to(at::Device device, bool non_blocking) const {
   SamplingBatch out = *this;
-  for (at::Tensor* t : {&out.temperature, &out.top_k, &out.top_p, &out.min_p, &out.seed, &out.position, &out.suppress_stop, &out.stop_ids,
-                        &out.bias_rows, &out.bias_tokens, &out.bias_values}) {
+  for (at::Tensor* t : out.tensors()) {
     TORCH_CHECK(t->defined(), "SamplingBatch::to: a tensor is undefined; build with from_rows");
     *t = t->to(device, non_blocking);
   }

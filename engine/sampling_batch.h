@@ -66,6 +66,8 @@ struct SamplingBatch {
 
   // Every tensor moved to device; hints and num_logprobs copied.
   SamplingBatch to(at::Device device, bool non_blocking = false) const;
+  // Its tensors, for model::StepStaging::upload (one copy with the step's other inputs).
+  std::vector<at::Tensor*> tensors();
 
   int64_t size() const { return temperature.defined() ? temperature.size(0) : 0; }
 };

@@ -87,6 +87,7 @@ struct BenchResult {
   DecodeFigures decode;
   std::vector<engine::PartTimer::Row> parts;  // summed over part_steps
   int64_t part_steps = 0;
+  engine::DecodeGraphs::Stats graphs;
 };
 
 // A StepTiming observer that times decode steps (the gap since the step processed before, when
@@ -168,6 +169,7 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
     result.parts = timer.totals();
     result.part_steps = timer.steps();
   }
+  result.graphs = runner.graph_stats();
   print_peak_memory(plan, b.device);
   if (!prompts_out.empty()) std::filesystem::copy_file(dir / "timed.jsonl", prompts_out, std::filesystem::copy_options::overwrite_existing);
   io::remove_tree(dir.string());
@@ -232,6 +234,13 @@ void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
               outcome.mean_tpot_ms, outcome.elapsed_s, long(outcome.steps), long(outcome.preemptions));
 }
 
+// Padded decode steps (CUDA) over the warm-up and timed jobs: how many replayed a graph.
+void print_graphs(const Bench& b, const engine::DecodeGraphs::Stats& g) {
+  if (!b.device.is_cuda()) return;
+  std::printf("CUDA graphs: %s; padded decode steps: %ld replayed, %ld eager; %ld graphs captured (warm-up included)\n",
+              b.config.cuda_graphs ? "on" : "off (--no-cuda-graphs)", long(g.replayed), long(g.eager), long(g.captured));
+}
+
 void write_json(const Bench& b, const BenchResult& result, const std::string& path) {
   const pipeline::JobOutcome& outcome = result.outcome;
   const DecodeFigures& f = result.decode;
@@ -260,6 +269,7 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
   w.key("decode_host_schedule_ms").value(f.schedule_ms / n).key("decode_host_execute_ms").value(f.execute_ms / n);
   w.key("decode_host_process_ms").value(f.process_ms / n);
   w.key("decode_host_wait_ms").value(f.wait_ms / n);
+  w.key("cuda_graphs").value(b.config.cuda_graphs).key("graph_replays").value(result.graphs.replayed);
   w.key("breakdown").begin_array();
   for (const auto& row : result.parts) {
     w.begin_object().key("part").value(model::forward_part_name(row.part)).key("layer_type").value(row.layer_type);
@@ -274,12 +284,13 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
 int bench_command(int argc, char** argv) {
   auto value_options = job_value_options();
   value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out", "hbm-tbps", "tflops"});
-  Args args(argc, argv, 2, value_options, {"no-overlap", "breakdown"});
+  Args args(argc, argv, 2, value_options, {"no-overlap", "no-cuda-graphs", "breakdown"});
   const Bench bench = parse_bench(args);
   const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""));
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
   print_figures(bench, result.outcome);
   print_decode(bench, result.decode);
+  print_graphs(bench, result.graphs);
   if (bench.breakdown) print_breakdown(result);
   if (args.has("json")) write_json(bench, result, args.get("json"));
   return 0;

@@ -8,6 +8,11 @@
 // block 0 and state slot 0 are padding and never belong to a real sequence (the forward
 // writes discarded values there). The host vectors mirror the device tensors so shapes and
 // loops never read device memory.
+// The batch's attention groups (sequence_group.h) are laid out here too: every decode run in one
+// group, each longer run in its own, their sequence indices and flat rows staged with the rest.
+// With static_shapes, every shape the forward takes depends only on B, T and the block tables'
+// width (a group's max_end is the tables' capacity, not its sequences' ends): what a CUDA graph
+// replayed over later batches of the same shapes needs (engine/decode_graphs.h).
 // Owns: the batch layout and its validation. Does not own: scheduling or block allocation.
 
 #include <ATen/ATen.h>
@@ -25,6 +30,15 @@ struct BatchInput {
   std::vector<int32_t> state_slots;                // [B]
   std::vector<int64_t> sample_rows;                // [S] flat token rows to produce logits for
   std::vector<int64_t> score_rows;                 // [P] flat token rows whose final hidden states are also kept (prompt logprobs)
+  bool static_shapes = false;                      // see above
+};
+
+// One attention group: sequences `seqs` of the batch, each with `len` query tokens; their indices
+// are group_index[offset, offset + seqs.size()) and their flat rows (sequence-major) follow.
+struct GroupLayout {
+  std::vector<int64_t> seqs;
+  int64_t len = 0;
+  int64_t offset = 0;
 };
 
 struct ForwardBatch {
@@ -35,11 +49,19 @@ struct ForwardBatch {
   at::Tensor state_slots;   // [B] int32
   at::Tensor sample_rows;   // [S] int64, indices into the T flat tokens
   at::Tensor score_rows;    // [P] int64, likewise (DeepseekV4Model::forward_scored)
+  at::Tensor group_index;   // [sum of |seqs| (1 + len)] int64: each group's sequence indices, then its rows
   // Host mirrors.
   std::vector<int64_t> query_start;      // [B + 1]
   std::vector<int64_t> start_positions;  // [B]
   int64_t max_blocks = 0;                // block_tables.size(1)
+  std::vector<GroupLayout> groups;
+  bool static_shapes = false;
 
+  // The batch with its tensors on the host (CPU), checked; device_inputs() lists them for
+  // StepStaging::upload, which moves them to the device in one copy.
+  static ForwardBatch on_host(const BatchInput& input);
+  std::vector<at::Tensor*> device_inputs();
+  // on_host(), then each tensor copied to `device` on its own (tests, one-off forwards).
   static ForwardBatch build(const BatchInput& input, at::Device device);
 
   int64_t num_sequences() const { return static_cast<int64_t>(start_positions.size()); }

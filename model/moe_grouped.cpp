@@ -10,12 +10,14 @@
 namespace deepinfer::model {
 namespace {
 
-// int64 [n] on `device` holding the data pointers of `tensors`.
+// int64 [n] on `device` holding the data pointers of `tensors` (from pinned memory, without
+// waiting for the device: the first step builds these tables).
 at::Tensor pointer_table(const std::vector<const at::Tensor*>& tensors, at::Device device) {
   std::vector<int64_t> pointers;
   pointers.reserve(tensors.size());
   for (const at::Tensor* t : tensors) pointers.push_back(reinterpret_cast<int64_t>(t->data_ptr()));
-  return at::tensor(pointers, at::kLong).to(device);
+  const at::Tensor host = at::tensor(pointers, at::kLong);
+  return device.is_cpu() ? host : host.pin_memory().to(device, /*non_blocking=*/true);
 }
 
 bool grouped_shape(const ModelConfig& c, int64_t experts_held) {

@@ -15,7 +15,14 @@ EngineOptions engine_options(const JobConfig& job, const model::ModelConfig& mod
                  .max_model_len = static_cast<int32_t>(std::min<int64_t>(job.max_model_len, model.max_position_embeddings)),
                  .eos_token_id = static_cast<int32_t>(model.eos_token_id),
                  .watermark_blocks = 0};
-  o.runner = {.num_blocks = job.num_blocks, .num_slots = num_slots, .dtype = dtype, .device = device, .model = {}, .debug_logits_path = {}};
+  o.runner = {.num_blocks = job.num_blocks,
+              .num_slots = num_slots,
+              .dtype = dtype,
+              .device = device,
+              .model = {},
+              .cuda_graphs = job.cuda_graphs,
+              .max_blocks_per_seq = (o.scheduler.max_model_len + model::kBlockTokens - 1) / model::kBlockTokens,
+              .debug_logits_path = {}};
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/cuda/kernels.h"
+#include "engine/decode_graphs.h"
 #include "model/cuda/kernels.h"
 #include "model/model_cache.h"
 #include "model/moe_grouped.h"
@@ -78,6 +79,13 @@ MemoryPlan plan_memory(const ModelLayout& layout, const EngineOptions& engine, i
                                                .sampled_rows = engine.scheduler.max_num_seqs,
                                                .max_context = p.max_context,
                                                .in_place = in_place});
+  // Graphs replay one at a time from one pool: it holds what the largest bucket's capture allocated.
+  if (runner.device.is_cuda() && runner.cuda_graphs && world_size == 1) {
+    const int64_t bucket = engine::decode_bucket(engine.scheduler.max_num_seqs);
+    p.graph_pool = model::step_workspace_bytes(
+        c, runner.dtype,
+        {.tokens = bucket, .max_seqs = bucket, .sampled_rows = bucket, .max_context = p.max_context, .in_place = in_place});
+  }
   p.runtime_reserve = runner.device.is_cuda() ? kCudaRuntimeReserve : 0;
   p.available = available;
   return p;
@@ -98,6 +106,7 @@ std::string describe(const MemoryPlan& p) {
       << p.num_blocks * 128 << " tokens of compressed state; " << p.num_slots << " slots x " << mib(p.bytes_per_slot) << ")\n";
   out << "  activations      " << gib(p.activations) << " (a step of " << p.step_tokens << " tokens, contexts up to " << p.max_context
       << ")\n";
+  if (p.graph_pool > 0) out << "  CUDA graphs      " << gib(p.graph_pool) << " (one pool for every decode bucket's graph)\n";
   out << "  runtime reserve  " << gib(p.runtime_reserve) << "\n";
   out << "  total            " << gib(p.needed()) << " of " << gib(p.available) << (p.device == "cpu" ? " available" : " free") << ": "
       << (p.fits() ? "fits (" + gib(p.available - p.needed()) + " spare)" : "does not fit");

@@ -28,13 +28,14 @@ struct MemoryPlan {
   int64_t num_blocks = 0, bytes_per_block = 0;
   int64_t num_slots = 0, bytes_per_slot = 0;
   int64_t activations = 0;  // model::step_workspace_bytes at the job's step budget
+  int64_t graph_pool = 0;   // CUDA graphs' shared pool: the workspace of the largest decode bucket (engine/decode_graphs.h)
   int64_t step_tokens = 0, max_context = 0;
   int64_t runtime_reserve = 0;  // CUDA: cuBLAS and NCCL workspaces, allocator rounding
   int64_t available = 0;
 
   int64_t weights() const { return expert_weights + other_weights; }
   int64_t state() const { return num_blocks * bytes_per_block + num_slots * bytes_per_slot; }
-  int64_t needed() const { return weights() + expert_scratch + state() + activations + runtime_reserve; }
+  int64_t needed() const { return weights() + expert_scratch + state() + activations + graph_pool + runtime_reserve; }
   bool fits() const { return needed() <= available; }
 };
 

@@ -2,7 +2,9 @@
 #include "engine/cuda/kernels.h"
 
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -77,5 +79,60 @@ double EventTimeline::elapsed_ms(int64_t from, int64_t to) {
 }
 
 void EventTimeline::clear() { impl_->used = 0; }
+
+struct CudaGraph::Impl {
+  explicit Impl(at::Device d) : device(d) {}
+  at::Device device;
+  at::cuda::CUDAGraph graph;
+  bool captured = false;
+};
+
+namespace {
+
+c10::cuda::MempoolId_t shared_graph_pool() {
+  static const c10::cuda::MempoolId_t pool = at::cuda::graph_pool_handle();
+  return pool;
+}
+
+}  // namespace
+
+c10::Stream own_stream(at::Device device) {
+  TORCH_CHECK(device.is_cuda(), "cuda::own_stream: ", device, " is not a CUDA device");
+  const c10::cuda::CUDAGuard guard(device);
+  c10::cuda::device_synchronize();
+  return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()).unwrap();
+}
+
+CudaGraph::CudaGraph(at::Device device) : impl_(std::make_unique<Impl>(device)) {
+  TORCH_CHECK(device.is_cuda(), "CudaGraph: ", device, " is not a CUDA device");
+}
+
+CudaGraph::~CudaGraph() = default;
+
+void CudaGraph::capture(const std::function<void()>& body) {
+  TORCH_CHECK(!impl_->captured, "CudaGraph::capture: already captured");
+  const c10::cuda::CUDAGuard device_guard(impl_->device);
+  TORCH_CHECK(c10::cuda::getCurrentCUDAStream() != c10::cuda::getDefaultCUDAStream(),
+              "CudaGraph::capture: the current stream is the default stream (use cuda::own_stream)");
+  c10::cuda::device_synchronize();
+  impl_->graph.capture_begin(shared_graph_pool(), cudaStreamCaptureModeThreadLocal);
+  try {
+    body();
+  } catch (...) {
+    try {
+      impl_->graph.capture_end();
+    } catch (...) {
+    }
+    throw;
+  }
+  impl_->graph.capture_end();
+  impl_->captured = true;
+}
+
+void CudaGraph::replay() {
+  TORCH_CHECK(impl_->captured, "CudaGraph::replay: nothing captured");
+  const c10::cuda::CUDAGuard device_guard(impl_->device);
+  impl_->graph.replay();
+}
 
 }  // namespace deepinfer::engine::cuda

@@ -5,8 +5,10 @@
 // throw. Callers choose by the tensor's device at run time; no #if outside engine/cuda/.
 
 #include <ATen/ATen.h>
+#include <c10/core/Stream.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 namespace deepinfer::engine::cuda {
@@ -41,6 +43,32 @@ class EventTimeline final {
   int64_t record();
   double elapsed_ms(int64_t from, int64_t to);
   void clear();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// A stream of its own on a CUDA device (from the pool; never the default stream, on which CUDA
+// graphs cannot be captured), for the model runner's steps; after a device synchronize, so what
+// was queued before (weights, the cache) is done when the stream's work starts.
+c10::Stream own_stream(at::Device device);
+
+// A CUDA graph (at::cuda::CUDAGraph). capture() records what `body` queues on the device's
+// current stream (not the default one), after a device synchronize (as torch.cuda.graph does),
+// into the one memory pool that every CudaGraph of the process shares (graphs replay one at a
+// time, in stream order, and whoever keeps a captured tensor keeps its memory); nothing runs.
+// `body`'s host code runs once, during the capture. replay() queues the recorded work on the
+// current stream.
+class CudaGraph final {
+ public:
+  explicit CudaGraph(at::Device device);
+  ~CudaGraph();
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+
+  void capture(const std::function<void()>& body);
+  void replay();
 
  private:
   struct Impl;

@@ -24,4 +24,17 @@ int64_t EventTimeline::record() { return 0; }
 double EventTimeline::elapsed_ms(int64_t, int64_t) { return 0; }
 void EventTimeline::clear() {}
 
+c10::Stream own_stream(at::Device device) {
+  TORCH_CHECK(false, "cuda::own_stream on ", device, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
+}
+
+struct CudaGraph::Impl {};
+
+CudaGraph::CudaGraph(at::Device device) {
+  TORCH_CHECK(false, "CudaGraph on ", device, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
+}
+CudaGraph::~CudaGraph() = default;
+void CudaGraph::capture(const std::function<void()>&) {}
+void CudaGraph::replay() {}
+
 }  // namespace deepinfer::engine::cuda

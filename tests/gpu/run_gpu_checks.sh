@@ -9,6 +9,7 @@
 #   tests/gpu/run_gpu_checks.sh build nccl nccl_fail             # 2 GPUs (nvidia-h200-x2)
 #   tests/gpu/run_gpu_checks.sh build_bench memory long_bench    # memory plan refusal; bench at 4K/32K/128K
 #   tests/gpu/run_gpu_checks.sh build_kernels kernel_tests moe_bench micro forward_kernels   # our kernels
+#   DEEPINFER_BUILD_EXTRA="deepinfer engine_runner_cuda_tests" tests/gpu/run_gpu_checks.sh build_kernels runner_cuda graphs bench_graphs
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -103,6 +104,22 @@ for s in "$@"; do
       [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
       for batch in ${DEEPINFER_PEER_BATCHES:-64 128 256}; do
         stage peer_$batch ${DEEPINFER_PEER_LIMIT:-300} "python3 tests/reference/hf_generate_peer.py --checkpoint $build/tiny_ckpt --prompts $LOGS/prompts_tiny.jsonl --dtype bfloat16 --device cuda --batch-size $batch ${DEEPINFER_PEER_ARGS:-} --json $LOGS/peer_tiny_$batch.json"
+      done ;;
+    runner_cuda)
+      # ModelRunner on CUDA: no host sync inside execute(); graphs equal to eager steps (tiny, bfloat16).
+      stage runner_cuda 150 "$build/tests/engine_runner_cuda_tests" ;;
+    graphs)
+      # Results with and without CUDA graphs, byte for byte: tiny and v4-flash-slice, greedy and sampled.
+      stage graphs ${DEEPINFER_GRAPHS_LIMIT:-420} "tests/gpu/graph_checks.sh $build $LOGS/graphs ${DEEPINFER_GRAPH_PROMPTS:-256} ${DEEPINFER_GRAPH_SLICE_PROMPTS:-64}" ;;
+    bench_graphs)
+      # Without and with CUDA graphs in one call: the tiny bench workload, then v4-flash-slice decode at batch 1 and 64.
+      [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
+      for g in eager graphs; do
+        flag=$([ $g = eager ] && echo --no-cuda-graphs)
+        stage bench_tiny_$g ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 ${DEEPINFER_BENCH_ARGS:-} $flag --json $LOGS/bench_tiny_$g.json"
+        for n in 1 64; do
+          stage bench_slice_b${n}_$g ${DEEPINFER_SLICE_LIMIT:-200} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts $n --input-len 512:512 --output-len 256:256 --max-num-seqs $n --num-blocks 1024 --max-num-batched-tokens 8192 --warmup-prompts $n $flag --json $LOGS/bench_slice_b${n}_$g.json"
+        done
       done ;;
     nccl)
       stage nccl ${DEEPINFER_NCCL_LIMIT:-400} "tests/gpu/nccl_generate.sh $build $LOGS/nccl ${DEEPINFER_NCCL_PROMPTS:-64} ${DEEPINFER_NCCL_SLICE_PROMPTS:-16}" ;;

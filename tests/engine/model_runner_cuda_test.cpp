@@ -1,0 +1,149 @@
+// ModelRunner on CUDA (label cuda; each test skips with a message without a GPU), the fast tiny
+// model with random weights in bfloat16:
+//  - execute() never waits for the device: whole steps (prefill, eager decode, decode replayed
+//    from a CUDA graph) under PyTorch's sync debug mode set to error, where any synchronizing
+//    call (a blocking copy, .item(), nonzero, a stream synchronize) throws;
+//  - decode steps replayed from CUDA graphs give the same tokens and logprobs, bit for bit, as the
+//    same steps run eagerly (--no-cuda-graphs), greedy and sampled rows, batches that change bucket.
+#include <c10/cuda/CUDAFunctions.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/model_runner.h"
+#include "model/expert_parallel.h"
+#include "model/random_weights.h"
+
+namespace deepinfer::engine {
+namespace {
+
+constexpr int32_t kPrompt = 21;  // crosses the tiny window (16) and the CSA top-k (4 entries)
+
+// Restores the previous mode on every exit path.
+class SyncDebugError final {
+ public:
+  SyncDebugError() : previous_(c10::cuda::warning_state().get_sync_debug_mode()) {
+    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
+  }
+  ~SyncDebugError() { c10::cuda::warning_state().set_sync_debug_mode(previous_); }
+  SyncDebugError(const SyncDebugError&) = delete;
+  SyncDebugError& operator=(const SyncDebugError&) = delete;
+
+ private:
+  c10::cuda::SyncDebugMode previous_;
+};
+
+struct CudaRunner {
+  explicit CudaRunner(const model::ModelWeights& weights, bool graphs)
+      : runner(weights, comm,
+               {.num_blocks = 64,
+                .num_slots = 33,
+                .dtype = at::kBFloat16,
+                .device = at::Device(at::kCUDA, 0),
+                .model = {},
+                .cuda_graphs = graphs,
+                .max_blocks_per_seq = 4,
+                .debug_logits_path = {}}) {}
+  model::SingleRankCommunicator comm;
+  ModelRunner runner;
+};
+
+model::ModelWeights tiny_weights() {
+  return model::random_weights(model::tiny_fast_test_config(), model::WeightFormat{io::DType::kBF16, false, false}, /*seed=*/5,
+                               at::Device(at::kCUDA, 0));
+}
+
+// Sequence i: slot i + 1, block i + 1; every third greedy, the rest sampled; sequence 1 asks for
+// the top 2 logprobs.
+std::shared_ptr<const SamplingParams> params_of(int32_t seq) {
+  SamplingParams p;
+  p.max_tokens = 64;
+  p.temperature = seq % 3 == 0 ? 0.0f : 0.9f;
+  p.seed = 1000 + static_cast<uint64_t>(seq);
+  p.logprobs = seq == 1 ? 2 : -1;
+  return std::make_shared<const SamplingParams>(p);
+}
+
+ScheduledSeq row_of(int32_t seq, int32_t generated) {
+  ScheduledSeq row{.seq_id = seq,
+                   .num_query_tokens = generated == 0 ? kPrompt : 1,
+                   .start_pos = generated == 0 ? 0 : kPrompt + generated - 1,
+                   .query_token_ids = {},
+                   .sample = true,
+                   .epoch = 0,
+                   .output_index = generated,
+                   .block_table = {seq + 1},
+                   .state_slot = seq + 1,
+                   .params = params_of(seq)};
+  if (generated == 0) {
+    for (int32_t i = 0; i < kPrompt; ++i) row.query_token_ids.push_back(2 + (seq * 37 + i * 11) % 500);
+  } else {
+    row.query_token_ids = {kPendingToken};
+  }
+  return row;
+}
+
+// Step `step`: sequences [0, n) having generated `generated` tokens each (0: their prefill).
+SchedulerOutput step_of(int64_t step, int32_t n, int32_t generated) {
+  SchedulerOutput out;
+  out.step = step;
+  out.kind = generated == 0 ? StepKind::kPrefill : StepKind::kDecode;
+  for (int32_t s = 0; s < n; ++s) out.seqs.push_back(row_of(s, generated));
+  out.num_batched_tokens = generated == 0 ? n * kPrompt : n;
+  out.num_sampled = n;
+  return out;
+}
+
+TEST(ModelRunnerCuda, StepsNeverWaitForTheDevice) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the no-sync property is unverified";
+  const model::ModelWeights weights = tiny_weights();
+  CudaRunner t(weights, /*graphs=*/true);
+  // Warm-up (unguarded): the prefill, then a decode key seen once (eager) and once more (captured:
+  // a capture synchronizes the device on purpose, once per key).
+  std::vector<std::unique_ptr<PendingStep>> pending;
+  pending.push_back(t.runner.execute(step_of(0, 5, 0)));
+  for (int32_t g = 1; g <= 2; ++g) pending.push_back(t.runner.execute(step_of(g, 5, g)));
+  for (auto& p : pending) p->wait();
+  pending.clear();
+  {
+    const SyncDebugError guard;
+    // Replays (the graph of 5 rows in the bucket of 8), then a new sequence's prefill (eager).
+    for (int32_t g = 3; g <= 6; ++g) EXPECT_NO_THROW(pending.push_back(t.runner.execute(step_of(g, 5, g))));
+    SchedulerOutput late = step_of(7, 5, 7);
+    late.kind = StepKind::kPrefill;
+    late.seqs.push_back(row_of(5, 0));
+    EXPECT_NO_THROW(pending.push_back(t.runner.execute(late)));
+  }
+  ASSERT_EQ(pending.size(), 5u);
+  for (std::size_t i = 0; i < pending.size(); ++i) EXPECT_EQ(pending[i]->wait().result.tokens.size(), i < 4 ? 5u : 6u);
+  EXPECT_GE(t.runner.graph_stats().replayed, 4);
+}
+
+TEST(ModelRunnerCuda, GraphsReplayTheEagerStepsBitForBit) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: graphs run only on CUDA";
+  const model::ModelWeights weights = tiny_weights();
+  CudaRunner eager(weights, /*graphs=*/false), graphed(weights, /*graphs=*/true);
+  // Sequences 0..4 (the bucket of 8) for 10 decode steps, then 0..2 (the bucket of 4) for 10 more:
+  // each key is run eagerly, captured, then replayed. 21 + 20 positions stay within one block.
+  for (int32_t g = 0; g <= 20; ++g) {
+    const SchedulerOutput out = step_of(g, g <= 10 ? 5 : 3, g);
+    const ExecutedStep a = eager.runner.execute(out)->wait();
+    const ExecutedStep b = graphed.runner.execute(out)->wait();
+    ASSERT_EQ(a.result.tokens.size(), b.result.tokens.size());
+    ASSERT_EQ(a.logprobs.size(), b.logprobs.size());
+    for (std::size_t i = 0; i < a.result.tokens.size(); ++i) {
+      EXPECT_EQ(a.result.tokens[i].token_id, b.result.tokens[i].token_id) << "step " << g << " row " << i;
+      if (a.logprobs.empty() || !a.logprobs[i]) continue;
+      ASSERT_TRUE(b.logprobs[i].has_value());
+      EXPECT_EQ(a.logprobs[i]->logprob, b.logprobs[i]->logprob) << "step " << g << " row " << i;
+      EXPECT_EQ(a.logprobs[i]->top_ids, b.logprobs[i]->top_ids);
+      EXPECT_EQ(a.logprobs[i]->top_logprobs, b.logprobs[i]->top_logprobs);
+    }
+  }
+  EXPECT_EQ(eager.runner.graph_stats().replayed, 0);
+  EXPECT_GE(graphed.runner.graph_stats().captured, 2);
+  EXPECT_GE(graphed.runner.graph_stats().replayed, 16);  // 9 + 9: all but each key's first two steps
+}
+
+}  // namespace
+}  // namespace deepinfer::engine
