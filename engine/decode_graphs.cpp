@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <array>
 
-#include "engine/cuda/kernels.h"
-
 namespace deepinfer::engine {
 
 int64_t decode_bucket(int64_t rows) {
@@ -31,13 +29,17 @@ SampleResult DecodeGraphs::run(const std::string& key, const void* inputs, int64
     return step();
   }
   Entry& e = entries_[key];
-  if (e.graph && (e.inputs != inputs || e.generation != generation)) e = Entry{};  // the inputs moved: stale
+  if (e.graph && (e.inputs != inputs || e.generation != generation)) {  // the inputs moved: stale
+    retired_.push_back(std::move(e.graph));
+    e = Entry{};
+  }
   if (!e.graph && e.seen++ == 0) {
     ++stats_.eager;
     return step();
   }
   if (!e.graph) {
-    auto graph = std::make_unique<cuda::CudaGraph>(device_);
+    if (!pool_) pool_ = cuda::new_graph_pool();
+    auto graph = std::make_unique<cuda::CudaGraph>(device_, *pool_);
     graph->capture([&] { e.outputs = step(); });
     e.graph = std::move(graph);
     e.inputs = inputs;

@@ -8,7 +8,9 @@
 // list width, bias count and logprobs) is captured the second time the key is seen (the first
 // time runs eagerly and leaves lazily built tables, cuBLAS handles and workspaces in place) and
 // replayed from then on. A graph reads its inputs where StepStaging put them when it was captured:
-// run() replays only while the staging buffer is the same, and recaptures otherwise.
+// run() replays only while the staging buffer is the same, and recaptures otherwise. The graphs of
+// one DecodeGraphs share a memory pool of their own; a stale graph is retired, not freed, until
+// the DecodeGraphs goes (cuda::GraphPool says why).
 // Owns: the graphs and their static outputs. Does not own: what a step computes (ModelRunner).
 
 #include <ATen/ATen.h>
@@ -17,15 +19,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "engine/cuda/kernels.h"
 #include "engine/sampler.h"
 
 namespace deepinfer::engine {
-
-namespace cuda {
-class CudaGraph;
-}
 
 // The smallest of 1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 224, 256, then steps of 64,
 // that holds `rows` (>= 1).
@@ -64,7 +65,9 @@ class DecodeGraphs {
 
   at::Device device_;
   bool enabled_;
+  std::optional<cuda::GraphPool> pool_;
   std::map<std::string, Entry> entries_;
+  std::vector<std::unique_ptr<cuda::CudaGraph>> retired_;
   Stats stats_;
 };
 

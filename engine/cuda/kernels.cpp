@@ -80,21 +80,18 @@ double EventTimeline::elapsed_ms(int64_t from, int64_t to) {
 
 void EventTimeline::clear() { impl_->used = 0; }
 
+GraphPool new_graph_pool() {
+  const c10::cuda::MempoolId_t id = at::cuda::graph_pool_handle();
+  return {static_cast<uint64_t>(id.first), static_cast<uint64_t>(id.second)};
+}
+
 struct CudaGraph::Impl {
-  explicit Impl(at::Device d) : device(d) {}
+  Impl(at::Device d, GraphPool p) : device(d), pool(p) {}
   at::Device device;
+  GraphPool pool;
   at::cuda::CUDAGraph graph;
   bool captured = false;
 };
-
-namespace {
-
-c10::cuda::MempoolId_t shared_graph_pool() {
-  static const c10::cuda::MempoolId_t pool = at::cuda::graph_pool_handle();
-  return pool;
-}
-
-}  // namespace
 
 c10::Stream own_stream(at::Device device) {
   TORCH_CHECK(device.is_cuda(), "cuda::own_stream: ", device, " is not a CUDA device");
@@ -103,7 +100,7 @@ c10::Stream own_stream(at::Device device) {
   return c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device.index()).unwrap();
 }
 
-CudaGraph::CudaGraph(at::Device device) : impl_(std::make_unique<Impl>(device)) {
+CudaGraph::CudaGraph(at::Device device, GraphPool pool) : impl_(std::make_unique<Impl>(device, pool)) {
   TORCH_CHECK(device.is_cuda(), "CudaGraph: ", device, " is not a CUDA device");
 }
 
@@ -115,7 +112,7 @@ void CudaGraph::capture(const std::function<void()>& body) {
   TORCH_CHECK(c10::cuda::getCurrentCUDAStream() != c10::cuda::getDefaultCUDAStream(),
               "CudaGraph::capture: the current stream is the default stream (use cuda::own_stream)");
   c10::cuda::device_synchronize();
-  impl_->graph.capture_begin(shared_graph_pool(), cudaStreamCaptureModeThreadLocal);
+  impl_->graph.capture_begin({impl_->pool.first, impl_->pool.second}, cudaStreamCaptureModeThreadLocal);
   try {
     body();
   } catch (...) {

@@ -54,15 +54,22 @@ class EventTimeline final {
 // was queued before (weights, the cache) is done when the stream's work starts.
 c10::Stream own_stream(at::Device device);
 
+// The id of a memory pool that CUDA graphs can share (at::cuda::graph_pool_handle()): graphs that
+// replay one at a time, in stream order, can allocate from one pool. A pool whose graphs were all
+// destroyed cannot take a new graph (LibTorch's allocator asserts), so its owner keeps at least one
+// graph alive until it is done with the pool (DecodeGraphs retires stale graphs, never frees them).
+struct GraphPool {
+  uint64_t first = 0, second = 0;
+};
+GraphPool new_graph_pool();
+
 // A CUDA graph (at::cuda::CUDAGraph). capture() records what `body` queues on the device's
 // current stream (not the default one), after a device synchronize (as torch.cuda.graph does),
-// into the one memory pool that every CudaGraph of the process shares (graphs replay one at a
-// time, in stream order, and whoever keeps a captured tensor keeps its memory); nothing runs.
-// `body`'s host code runs once, during the capture. replay() queues the recorded work on the
-// current stream.
+// into `pool` (whoever keeps a captured tensor keeps its memory); nothing runs. `body`'s host code
+// runs once, during the capture. replay() queues the recorded work on the current stream.
 class CudaGraph final {
  public:
-  explicit CudaGraph(at::Device device);
+  CudaGraph(at::Device device, GraphPool pool);
   ~CudaGraph();
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;

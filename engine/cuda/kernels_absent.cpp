@@ -28,9 +28,11 @@ c10::Stream own_stream(at::Device device) {
   TORCH_CHECK(false, "cuda::own_stream on ", device, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
 }
 
+GraphPool new_graph_pool() { return {}; }
+
 struct CudaGraph::Impl {};
 
-CudaGraph::CudaGraph(at::Device device) {
+CudaGraph::CudaGraph(at::Device device, GraphPool) {
   TORCH_CHECK(false, "CudaGraph on ", device, " needs the CUDA build (cmake -DDEEPINFER_CUDA=ON)");
 }
 CudaGraph::~CudaGraph() = default;

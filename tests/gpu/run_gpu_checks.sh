@@ -40,6 +40,9 @@ for s in "$@"; do
     build_bench)
       # Only what the benchmark stages run (a few minutes instead of the full build).
       stage build_bench 420 "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target deepinfer forward_bench pipeline_tests" ;;
+    build_runner)
+      # Only the binary and the runner's CUDA tests (the graph and bench stages).
+      stage build_runner ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target deepinfer engine_runner_cuda_tests ${DEEPINFER_BUILD_EXTRA:-}" ;;
     build_kernels)
       # The kernels' tests and benchmarks, forward_bench, and the transformers comparison's targets.
       stage build_kernels ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target attention_cuda_tests moe_cuda_tests model_cuda_tests moe_bench attention_micro forward_bench ${DEEPINFER_BUILD_EXTRA:-}" ;;
