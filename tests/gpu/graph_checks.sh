@@ -30,14 +30,13 @@ for name, n in (("tiny", int(sys.argv[2])), ("slice", int(sys.argv[3]))):
             f.write(json.dumps(req) + "\n")
 PY
 identical() {  # identical DIR_A DIR_B: requests whose records are equal, of all
-  python3 - "$1" "$2" <<'PY'
-import glob, json, subprocess, sys
+  python3 - "$bin" "$1" "$2" <<'PY'
+import json, subprocess, sys
 def records(d):
-    files = sorted(glob.glob(d + "/results-*.jsonl.zst"))
-    out = subprocess.run(["zstd", "-dc"] + files, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.argv[1], "cat", d], capture_output=True, text=True, check=True).stdout
     rows = [json.loads(l) for l in out.splitlines() if l.strip()]
     return {r["id"]: (r["output_token_ids"], r.get("logprobs"), r["finish_reason"]) for r in rows}
-a, b = records(sys.argv[1]), records(sys.argv[2])
+a, b = records(sys.argv[2]), records(sys.argv[3])
 same = sum(a[k] == b.get(k) for k in a)
 print(f"identical requests (tokens, logprobs, finish reason): {same} of {len(a)}")
 sys.exit(0 if a and same == len(a) == len(b) else 1)
