@@ -6,12 +6,16 @@
 // the two, and set against its roofline floor (model/step_cost.h) at its batch and mean context:
 // max(bytes / --hbm-tbps, FLOPs / --tflops), the H200's measured 4.3 TB/s and 790 TFLOP/s by
 // default. --breakdown times the parts of the timed job's decode steps (engine/part_timer.h).
+// --kernel-busy: the fraction of the timed job's wall time in which a kernel ran (CUPTI,
+// engine/cuda/kernel_busy.h), with the memcpys and memsets apart.
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 
+#include "engine/cuda/kernel_busy.h"
 #include "engine/model_runner.h"
 #include "engine/part_timer.h"
 #include "io/durable_file.h"
@@ -71,6 +75,7 @@ struct Bench {
   double bytes_per_s = 4.3e12;  // --hbm-tbps
   double flops_per_s = 790e12;  // --tflops
   bool breakdown = false;
+  bool kernel_busy = false;
 };
 
 // The timed job's decode steps against their roofline floors.
@@ -88,6 +93,7 @@ struct BenchResult {
   std::vector<engine::PartTimer::Row> parts;  // summed over part_steps
   int64_t part_steps = 0;
   engine::DecodeGraphs::Stats graphs;
+  std::optional<engine::cuda::KernelBusy> kernel_busy;  // with --kernel-busy
 };
 
 // A StepTiming observer that times decode steps (the gap since the step processed before, when
@@ -129,6 +135,11 @@ Bench parse_bench(const Args& args) {
   b.flops_per_s = std::stod(args.get_or("tflops", "790")) * 1e12;
   if (!(b.bytes_per_s > 0) || !(b.flops_per_s > 0)) throw std::invalid_argument("--hbm-tbps and --tflops must be positive");
   b.breakdown = args.flag("breakdown");
+  b.kernel_busy = args.flag("kernel-busy");
+  if (b.kernel_busy && !engine::cuda::KernelBusyMeter::available())
+    throw std::invalid_argument("--kernel-busy needs the CUDA build (cmake -DDEEPINFER_CUDA=ON): CUPTI records the kernels");
+  if (b.kernel_busy && !b.device.is_cuda())
+    throw std::invalid_argument("--kernel-busy needs a CUDA device (--device cuda), not " + b.device.str());
   return b;
 }
 
@@ -143,6 +154,8 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
   for (int64_t l = 0; l < model_config.num_layers; ++l) layer_types.push_back(model_config.layer_type(l));
   engine::PartTimer timer(b.device, layer_types);
   if (b.breakdown) engine.runner.model.clock = &timer;
+  std::optional<engine::cuda::KernelBusyMeter> meter;  // attached before the runner captures anything
+  if (b.kernel_busy) meter.emplace();
   model::SingleRankCommunicator comm;
   engine::ModelRunner runner(*source.weights, comm, engine.runner);
   const model::DecodeCost cost(*source.weights, /*world_size=*/1);
@@ -159,8 +172,12 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
     job.inputs = {prompts};
     job.output_dir = (dir / name).string();
     job.job_json = "{}";
-    if (name == "timed") job.on_step = decode_timer(b, cost, result.decode);
-    return pipeline::GenerateJob(job, runner).run();
+    if (name != "timed") return pipeline::GenerateJob(job, runner).run();
+    job.on_step = decode_timer(b, cost, result.decode);
+    if (meter) meter->start();
+    pipeline::JobOutcome outcome = pipeline::GenerateJob(job, runner).run();
+    if (meter) result.kernel_busy = meter->stop();
+    return outcome;
   };
   if (b.warmup_prompts > 0) run("warmup", b.warmup_prompts, {1, 16});
   timer.reset();
@@ -219,6 +236,15 @@ void print_breakdown(const BenchResult& r) {
   }
 }
 
+// One line: the kernels' share of the timed job's wall, then the memcpys' and memsets'.
+void print_kernel_busy(const engine::cuda::KernelBusy& k) {
+  const std::string dropped =
+      k.dropped_records > 0 ? "; " + std::to_string(k.dropped_records) + " records dropped: the figures undercount" : "";
+  std::printf("kernel busy: %.1f%% of %.2f s wall (%ld kernels, mean gap %.1f us); memcpy %.1f%% (%ld), memset %.1f%% (%ld)%s\n",
+              100 * k.kernels.fraction, k.wall_s, long(k.kernels.count), k.kernels.mean_gap_us, 100 * k.memcpy.fraction,
+              long(k.memcpy.count), 100 * k.memset.fraction, long(k.memset.count), dropped.c_str());
+}
+
 void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
   const double s = std::max(outcome.elapsed_s, 1e-9);
   const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
@@ -239,6 +265,28 @@ void print_graphs(const Bench& b, const engine::DecodeGraphs::Stats& g) {
   if (!b.device.is_cuda()) return;
   std::printf("CUDA graphs: %s; padded decode steps: %ld replayed, %ld eager; %ld graphs captured (warm-up included)\n",
               b.config.cuda_graphs ? "on" : "off (--no-cuda-graphs)", long(g.replayed), long(g.eager), long(g.captured));
+}
+
+void write_activity(io::JsonWriter& w, const engine::cuda::DeviceActivity& a) {
+  w.begin_object().key("count").value(a.count).key("busy_s").value(a.busy_s).key("fraction").value(a.fraction);
+  w.key("mean_gap_us").value(a.mean_gap_us).end_object();
+}
+
+// "kernel_busy": null without --kernel-busy.
+void write_kernel_busy(io::JsonWriter& w, const std::optional<engine::cuda::KernelBusy>& k) {
+  w.key("kernel_busy");
+  if (!k) {
+    w.null();
+    return;
+  }
+  w.begin_object().key("wall_s").value(k->wall_s).key("fraction").value(k->kernels.fraction);
+  w.key("kernels");
+  write_activity(w, k->kernels);
+  w.key("memcpy");
+  write_activity(w, k->memcpy);
+  w.key("memset");
+  write_activity(w, k->memset);
+  w.key("dropped_records").value(k->dropped_records).end_object();
 }
 
 void write_json(const Bench& b, const BenchResult& result, const std::string& path) {
@@ -275,7 +323,9 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
     w.begin_object().key("part").value(model::forward_part_name(row.part)).key("layer_type").value(row.layer_type);
     w.key("ms_per_step").value(row.ms / static_cast<double>(std::max<int64_t>(result.part_steps, 1))).end_object();
   }
-  w.end_array().end_object();
+  w.end_array();
+  write_kernel_busy(w, result.kernel_busy);
+  w.end_object();
   io::write_file_atomically(path, w.str() + "\n");
 }
 
@@ -284,7 +334,7 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
 int bench_command(int argc, char** argv) {
   auto value_options = job_value_options();
   value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out", "hbm-tbps", "tflops"});
-  Args args(argc, argv, 2, value_options, {"no-overlap", "no-cuda-graphs", "breakdown"});
+  Args args(argc, argv, 2, value_options, {"no-overlap", "no-cuda-graphs", "breakdown", "kernel-busy"});
   const Bench bench = parse_bench(args);
   const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""));
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
@@ -292,6 +342,7 @@ int bench_command(int argc, char** argv) {
   print_decode(bench, result.decode);
   print_graphs(bench, result.graphs);
   if (bench.breakdown) print_breakdown(result);
+  if (result.kernel_busy) print_kernel_busy(*result.kernel_busy);
   if (args.has("json")) write_json(bench, result, args.get("json"));
   return 0;
 }

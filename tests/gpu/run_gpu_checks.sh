@@ -9,7 +9,8 @@
 #   tests/gpu/run_gpu_checks.sh build nccl nccl_fail             # 2 GPUs (nvidia-h200-x2)
 #   tests/gpu/run_gpu_checks.sh build_bench memory long_bench    # memory plan refusal; bench at 4K/32K/128K
 #   tests/gpu/run_gpu_checks.sh build_kernels kernel_tests moe_bench micro forward_kernels   # our kernels
-#   DEEPINFER_BUILD_EXTRA="deepinfer engine_runner_cuda_tests" tests/gpu/run_gpu_checks.sh build_kernels runner_cuda graphs bench_graphs
+#   tests/gpu/run_gpu_checks.sh build_runner runner_cuda graphs bench_graphs   # sync-free steps, CUDA graphs
+#   tests/gpu/run_gpu_checks.sh kernel_busy                      # share of the tiny bench's wall with a kernel running
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -92,6 +93,16 @@ for s in "$@"; do
       [ $s = bench_slice ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
       [ $s = bench_slice ] || stage bench_tiny ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_tiny.json --prompts-out $LOGS/prompts_tiny.jsonl"
       [ $s = bench_tiny ] || stage bench_slice ${DEEPINFER_SLICE_LIMIT:-300} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts ${DEEPINFER_SLICE_PROMPTS:-256} --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --json $LOGS/bench_slice.json" ;;
+    kernel_busy)
+      # Issue 19: the kernel-busy meter's own test, then the share of the tiny bench's wall time in
+      # which a kernel ran (bench --kernel-busy, CUPTI; the bench_tiny workload).
+      stage build_kernel_busy ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target deepinfer engine_kernel_busy_cuda_tests ${DEEPINFER_BUILD_EXTRA:-}"
+      stage kernel_busy_test 60 "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/engine_kernel_busy_cuda_tests"
+      [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"
+      for g in eager graphs; do  # without, then with CUDA graphs
+        flag=$([ $g = eager ] && echo --no-cuda-graphs)
+        stage kernel_busy_tiny_$g ${DEEPINFER_BENCH_LIMIT:-200} "$build/bin/deepinfer bench --model $build/tiny_ckpt --num-prompts 256 --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 --kernel-busy $flag --json $LOGS/kernel_busy_tiny_$g.json"
+      done ;;
     breakdown)
       # Where a step's time goes (engine/part_timer.h): the bench workloads, fewer prompts.
       [ -d $build/tiny_ckpt ] || stage tiny_ckpt 60 "$build/bin/deepinfer init-model --config configs/models/tiny.json --output $build/tiny_ckpt --seed 0"

@@ -2,14 +2,15 @@
 # `deepinfer bench` through the binary on the CPU (tiny random model): it prints the memory plan,
 # the workload and throughput lines, the decode steps against their roofline floor, the host's
 # time per decode step and, with --breakdown, the time of each part; --json holds the same
-# figures; a plan that cannot fit is refused (exit 2) before anything is loaded.
+# figures; a plan that cannot fit, and --kernel-busy without a CUDA device, are refused (exit 2)
+# before anything is loaded.
 set -u
 bin=$1
 src=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 check() {  # check PATTERN FILE: the file has a line matching PATTERN
-  grep -Eq "$1" "$2" || { echo "FAIL: no line matching '$1' in $2"; cat "$2"; fail=1; }
+  grep -Eq -e "$1" "$2" || { echo "FAIL: no line matching '$1' in $2"; cat "$2"; fail=1; }
 }
 "$bin" bench --model "random:$src/configs/models/tiny.json" --num-prompts 6 --input-len 16:40 --output-len 8:24 \
   --job "$src/configs/jobs/tiny-cpu.json" --breakdown --json "$tmp/bench.json" >"$tmp/out" 2>"$tmp/err"
@@ -26,6 +27,12 @@ check '^  attention core +[0-9.]+ ms' "$tmp/out"
 for key in output_tokens_per_s decode_roofline_ratio decode_host_schedule_ms breakdown; do
   check "\"$key\"" "$tmp/bench.json"
 done
+# --kernel-busy on the CPU (the CPU build, or --device cpu in the CUDA build): refused, exit 2, nothing run.
+"$bin" bench --model "random:$src/configs/models/tiny.json" --num-prompts 2 --input-len 4:4 --output-len 2:2 \
+  --job "$src/configs/jobs/tiny-cpu.json" --kernel-busy >"$tmp/out3" 2>&1
+rc=$?
+[ $rc -eq 2 ] || { echo "FAIL: --kernel-busy on the CPU exited $rc, want 2"; cat "$tmp/out3"; fail=1; }
+check '--kernel-busy needs (the CUDA build|a CUDA device)' "$tmp/out3"
 # 10^9 blocks cannot fit: refused with the largest count that does, exit 2, nothing run.
 "$bin" bench --model "random:$src/configs/models/tiny.json" --num-prompts 2 --input-len 4:4 --output-len 2:2 \
   --job "$src/configs/jobs/tiny-cpu.json" --num-blocks 1000000000 >"$tmp/out2" 2>&1
