@@ -1,0 +1,36 @@
+// JobConfig::parse: the CUDA-graphs setting (issue 19) and the shape of its errors.
+#include "pipeline/job_config.h"
+
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+namespace deepinfer::pipeline {
+namespace {
+
+TEST(JobConfigTest, CudaGraphsAreOnUnlessTheJobTurnsThemOff) {
+  EXPECT_TRUE(JobConfig{}.cuda_graphs);
+  EXPECT_TRUE(JobConfig::parse(R"({"overlap": false})", "job.json").cuda_graphs);
+  EXPECT_FALSE(JobConfig::parse(R"({"cuda_graphs": false})", "job.json").cuda_graphs);
+  EXPECT_TRUE(JobConfig::parse(R"({"cuda_graphs": true, "overlap": false})", "job.json").cuda_graphs);
+}
+
+TEST(JobConfigTest, ABadValueNamesTheFileTheKeyAndTheValue) {
+  try {
+    JobConfig::parse(R"({"cuda_graphs": "yes"})", "jobs/x.json");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("jobs/x.json"), std::string::npos) << what;
+    EXPECT_NE(what.find("'cuda_graphs' must be true or false, got \"yes\""), std::string::npos) << what;
+  }
+  try {
+    JobConfig::parse(R"({"cuda_graph": false})", "jobs/x.json");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda_graphs"), std::string::npos) << "the known keys are listed: " << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::pipeline
