@@ -1,6 +1,9 @@
 #include "model/cuda/sparse_attention_sm90.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <vector>
 
 #include "model/cuda/mma.cuh"
 #include "model/cuda/sparse_attention_keys.cuh"
@@ -21,6 +24,9 @@ constexpr float kLog2e = 1.4426950408889634f;
 #define DEEPINFER_SM90_SKIP 0  // timing experiments only (tests/gpu/kernel_micro.sh): 1 no key loads, 2 no scores, 4 no P V
 #endif
 constexpr int kSkip = DEEPINFER_SM90_SKIP;
+#ifndef DEEPINFER_SM90_TRACE
+#define DEEPINFER_SM90_TRACE 0  // timing experiments only (kernel_micro.sh trace): per-block timestamps, sm90_trace_report()
+#endif
 // Rows of 2 splits merge in a cluster; more splits go through the merge kernel (a cluster of 4 was
 // slower than the merge kernel on HCA at 128K, docs/kernel-notes.md).
 constexpr int kMaxClusterSplits = 2;
@@ -41,6 +47,25 @@ __device__ __forceinline__ void store_remote(const void* local, uint32_t rank, f
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(shared_address(local)), "r"(rank));
   asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(remote), "f"(x), "f"(y) : "memory");
+}
+
+// Timing experiments: the first thread of each warpgroup stamps the SM clock and the global timer
+// at numbered points of the kernel; sm90_trace_report() prints them. Points: 0 entry, 1 the
+// prologue's pointers written, 4 + 4 t + {0 tile t's keys in, 1 scores done (group 1: P handed
+// over), 2 P handed over, 3 P V done}, 60 tiles done, 61 and 62 the cluster's barriers, 63 exit.
+#if DEEPINFER_SM90_TRACE
+constexpr int kTracePoints = 64, kTraceBlocks = 1024;
+__device__ unsigned long long trace_stamps[kTraceBlocks][2][kTracePoints][2];  // [block][group][point] {clock, ns}
+#endif
+__device__ __forceinline__ void trace(int point) {
+#if DEEPINFER_SM90_TRACE
+  const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
+  if (threadIdx.x % 128 != 0 || block >= kTraceBlocks || point >= kTracePoints) return;
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns)::"memory");
+  trace_stamps[block][threadIdx.x / 128][point][0] = clock64();
+  trace_stamps[block][threadIdx.x / 128][point][1] = ns;
+#endif
 }
 
 // Heads [first, end) of the split's share of the merge, `splits` shares of 64 heads.
@@ -68,6 +93,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
   float* alpha_s = reinterpret_cast<float*>(shared + Shared::kAlpha);
   float* max_s = reinterpret_cast<float*>(shared + Shared::kMax);
   float* sum_s = reinterpret_cast<float*>(shared + Shared::kSum);
+  trace(0);
 
   const QueryKeys k = query_keys(a, a.first_query + blockIdx.x);
   const int64_t num_keys = k.window_keys + k.compressed_keys, splits = splits_of(num_keys), per_split = split_keys_of(num_keys);
@@ -92,6 +118,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
   }
   for (int j = threadIdx.x; j < tiles * kKeys; j += kThreads) rows_s[j] = j < split_keys ? key_row<kD>(a, k, first_key + j) : nullptr;
   __syncthreads();
+  trace(1);
   if (tiles > 0) load_rows(shared + Shared::kK, rows_s, a.q);
   commit_copies();
 
@@ -104,6 +131,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
     wait_copies<0>();
     fence_async_shared();  // the copies' writes, for the tensor cores' reads
     __syncthreads();       // tile `tile` is in for everyone; both groups are done with tile - 1
+    trace(4 + 4 * tile);
     unsigned char* k_s = shared + Shared::kK + (tile % 2) * kTileBytes;
     if (!(kSkip & 1) && tile + 1 < tiles) load_rows(shared + Shared::kK + ((tile + 1) % 2) * kTileBytes, rows_s + (tile + 1) * kKeys, a.q);
     commit_copies();
@@ -122,6 +150,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
       wgmma_commit();
       wgmma_wait<0>();
       wgmma_settle(s);
+      trace(5 + 4 * tile);
       float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
@@ -169,6 +198,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
       }
       fence_async_shared();                             // P's writes, for the other group's tensor-core reads
       asm volatile("bar.sync 1, 256;\n" ::: "memory");  // P and alpha are in
+      trace(6 + 4 * tile);
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
         acc[4 * j] *= alpha[0];
@@ -182,6 +212,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
         wgmma_m64n256k16_rs(acc, pa[t], wgmma_descriptor(k_s + t * 2048, kColumnTileBytes, 1024));
     } else {
       asm volatile("bar.sync 1, 256;\n" ::: "memory");
+      trace(6 + 4 * tile);
       const float alpha0 = alpha_s[r0], alpha1 = alpha_s[r1];
 #pragma unroll
       for (int j = 0; j < 32; ++j) {
@@ -200,7 +231,9 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
     wgmma_commit();
     wgmma_wait<0>();
     wgmma_settle(acc);
+    trace(7 + 4 * tile);
   }
+  trace(60);
 
   // Group 0's running max and sum, for both groups.
   if (group == 0 && quad == 0) {
@@ -236,6 +269,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
     float* received = reinterpret_cast<float*>(shared);
     float* received_stats = reinterpret_cast<float*>(shared + Shared::kRows);
     cluster_sync();  // every block of the cluster is done with its tiles
+    trace(61);
     if (n > 1 && active) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
@@ -251,6 +285,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
       }
     }
     cluster_sync();  // every share is in
+    trace(62);
     if (n > 1 && active) {
       const int begin = share_begin(static_cast<int>(split), n, a.heads), end = share_begin(static_cast<int>(split) + 1, n, a.heads);
       for (int i = threadIdx.x; i < (end - begin) * (kD / 4); i += kThreads) {
@@ -291,6 +326,7 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
       }
     }
   }
+  trace(63);
 #else
   __trap();  // built without sm_90a: sm90_attention_supported() keeps this from running
 #endif
@@ -314,6 +350,45 @@ bool device_runs_kernel() {
 }
 
 }  // namespace
+
+#if DEEPINFER_SM90_TRACE
+// The last launch's stamps: each point's median and largest time after its block's entry (the SM
+// clock, converted at the rate the global timer shows), and the launch's span by the global timer.
+void sm90_trace_report() {
+  std::vector<unsigned long long> t(size_t{kTraceBlocks} * 2 * kTracePoints * 2);
+  if (cudaMemcpyFromSymbol(t.data(), trace_stamps, t.size() * 8) != cudaSuccess) return;
+  const auto at = [&](int b, int g, int p, int i) { return t[((size_t(b) * 2 + g) * kTracePoints + p) * 2 + i]; };
+  unsigned long long first = ~0ull, last = 0, last_entry = 0;
+  double ghz = 0;
+  int blocks = 0;
+  for (int b = 0; b < kTraceBlocks; ++b) {
+    if (at(b, 0, 0, 1) == 0 || at(b, 0, 63, 1) == 0) continue;
+    first = std::min(first, at(b, 0, 0, 1));
+    last_entry = std::max(last_entry, at(b, 0, 0, 1));
+    last = std::max(last, at(b, 0, 63, 1));
+    ghz += double(at(b, 0, 63, 0) - at(b, 0, 0, 0)) / double(at(b, 0, 63, 1) - at(b, 0, 0, 1));
+    ++blocks;
+  }
+  if (blocks == 0) return;
+  ghz /= blocks;
+  std::printf("  trace: %d blocks, span %.2f us (entries spread over %.2f us), SM clock %.2f GHz\n", blocks, (last - first) * 1e-3,
+              (last_entry - first) * 1e-3, ghz);
+  for (int g = 0; g < 2; ++g) {
+    for (int p = 1; p < kTracePoints; ++p) {
+      std::vector<double> us;
+      for (int b = 0; b < kTraceBlocks; ++b) {
+        if (at(b, 0, 0, 1) == 0 || at(b, 0, 63, 1) == 0 || at(b, g, p, 0) == 0) continue;
+        us.push_back(double(at(b, g, p, 0) - at(b, 0, 0, 0)) / ghz * 1e-3);
+      }
+      if (us.empty()) continue;
+      std::vector<double> sorted = us;
+      std::sort(sorted.begin(), sorted.end());
+      std::printf("  trace group %d point %2d: median %6.2f us, max %6.2f us after entry (%zu blocks)\n", g, p, sorted[sorted.size() / 2],
+                  sorted.back(), us.size());
+    }
+  }
+}
+#endif
 
 bool sm90_attention_supported(const SparseAttentionArgs& a) {
   return a.head_dim == kD && a.heads > 32 && a.heads <= kAllHeads && device_runs_kernel();
