@@ -34,6 +34,15 @@ struct QueryKeys {
   int64_t compressed_keys;  // HCA: visible entries; CSA: the picks (some may be -1)
 };
 
+// Compressed entry w of the query's sequence (null for w < 0, a pick of none).
+template <int D>
+__device__ inline const __nv_bfloat16* entry_row(const SparseAttentionArgs& a, const QueryKeys& k, int64_t w) {
+  if (w < 0) return nullptr;
+  const int64_t per_block = 128 / a.ratio;
+  const int64_t block = a.block_tables[k.seq * a.block_stride + (w * a.ratio) / 128];
+  return a.entries + (block * per_block + w % per_block) * D;
+}
+
 // Key j of a query's list (window first, oldest position first; then the compressed entries in
 // entry / pick order), or null for a pick of -1 and j past the end.
 template <int D>
@@ -46,10 +55,7 @@ __device__ inline const __nv_bfloat16* key_row(const SparseAttentionArgs& a, con
   const int64_t c = j - k.window_keys;
   if (c >= k.compressed_keys) return nullptr;
   const int64_t w = a.picks != nullptr ? a.picks[k.query * a.num_picks + c] : c;
-  if (w < 0) return nullptr;
-  const int64_t per_block = 128 / a.ratio;
-  const int64_t block = a.block_tables[k.seq * a.block_stride + (w * a.ratio) / 128];
-  return a.entries + (block * per_block + w % per_block) * D;
+  return entry_row<D>(a, k, w);
 }
 
 // Query row `query` (of the launch's rows, from a.first_query) and what it attends over.

@@ -26,6 +26,12 @@
 #include "model/cuda/index_scores.h"
 #include "model/cuda/sparse_attention.h"
 
+#ifdef DEEPINFER_SM90_TRACE
+namespace deepinfer::model::cuda {
+void sm90_trace_report();  // model/cuda/sparse_attention_sm90.cu built with -DDEEPINFER_SM90_TRACE=1
+}  // namespace deepinfer::model::cuda
+#endif
+
 #ifdef DEEPINFER_MICRO_REFERENCE
 // The reference copy is compiled with -Ddeepinfer=deepinfer_ref against the same headers, so its
 // argument structs have the same layout under another name.
@@ -243,6 +249,9 @@ int run_attention(int argc, char** argv) {
       "TFLOP/s\n",
       layer.c_str(), hot ? " (hot keys)" : "", long(B), long(context), long(keys), H, D, m * 1e3, bytes / m / 1e6, bytes / m / 1e6 / 43.0,
       flops / m / 1e9);
+#ifdef DEEPINFER_SM90_TRACE
+  deepinfer::model::cuda::sm90_trace_report();  // the last timed launch
+#endif
 #ifdef DEEPINFER_MICRO_REFERENCE
   {
     SparseAttentionArgs r = args[0];
