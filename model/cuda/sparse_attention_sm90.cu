@@ -6,111 +6,20 @@
 #include <vector>
 
 #include "model/cuda/mma.cuh"
+#include "model/cuda/sm90_sync.cuh"
+#include "model/cuda/sm90_trace.cuh"
 #include "model/cuda/sparse_attention_keys.cuh"
+#include "model/cuda/sparse_attention_sm90_layout.cuh"
+#include "model/cuda/sparse_attention_sm90_merge.cuh"
 #include "model/cuda/wgmma.cuh"
 
 namespace deepinfer::model::cuda {
 namespace {
 
 using namespace attention;
+using namespace sm90;
 
-constexpr int kD = 512;
-constexpr int kThreads = 256;                     // two warpgroups
-constexpr int kTileBytes = kAllHeads * kD * 2;    // 64 rows x 512 bfloat16: 8 swizzled 64-column tiles of 8 KB
-constexpr int kColumnTileBytes = kTileBytes / 8;  // 64 rows x 64 columns
-constexpr int kPBytes = kAllHeads * kKeys * 2;    // the probabilities, 64 heads x 64 keys
-constexpr float kLog2e = 1.4426950408889634f;
-#ifndef DEEPINFER_SM90_SKIP
-#define DEEPINFER_SM90_SKIP 0  // timing experiments only (tests/gpu/kernel_micro.sh): 1 no key loads, 2 no scores, 4 no P V
-#endif
-constexpr int kSkip = DEEPINFER_SM90_SKIP;
-#ifndef DEEPINFER_SM90_TRACE
-#define DEEPINFER_SM90_TRACE 0  // timing experiments only (kernel_micro.sh trace): per-block timestamps, sm90_trace_report()
-#endif
-// Rows of 2 splits merge in a cluster; more splits go through the merge kernel (a cluster of 4 was
-// slower than the merge kernel on HCA at 128K, docs/kernel-notes.md).
-constexpr int kMaxClusterSplits = 2;
-
-struct Shared {
-  static constexpr int kQ = 0, kK = kTileBytes, kP = 3 * kTileBytes, kRows = kP + kPBytes;
-  static constexpr int kAlpha = kRows + kMaxSplitKeys * 8, kMax = kAlpha + kAllHeads * 4, kSum = kMax + kAllHeads * 4;
-  static constexpr int kFull = kSum + kAllHeads * 4;   // the key buffers' mbarriers
-  static constexpr int kBytes = kFull + 2 * 8 + 1024;  // and room to align the base to 1024
-};
-
-// The cluster of a row's splits (thread block clusters, sm_90; block split s is the cluster's
-// rank s): a barrier of every thread of the cluster in two halves (release / acquire: shared-memory
-// writes before the arrival are seen after the wait), the address in block `rank` of this block's
-// shared memory at `local`, and stores there.
-__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void cluster_sync() {
-  cluster_arrive();
-  cluster_wait();
-}
-__device__ __forceinline__ uint32_t remote_address(const void* local, uint32_t rank) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(shared_address(local)), "r"(rank));
-  return remote;
-}
-__device__ __forceinline__ void store_remote(uint32_t remote, float x, float y) {
-  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(remote), "f"(x), "f"(y) : "memory");
-}
-__device__ __forceinline__ void store_remote(uint32_t remote, float x, float y, float z, float w) {
-  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(remote), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
-}
-
-// Timing experiments: the first thread of each warpgroup stamps the SM clock and the global timer
-// at numbered points of the kernel; sm90_trace_report() prints them. Points: 0 entry, 1 q and
-// tile 0 copies issued, 4 + 4 t + {0 tile t's keys in, 1 its scores done (group 0), 2 P handed
-// over, 3 P V done}, 60 tiles done, 61 and 62 the cluster's barriers, 63 exit.
-#if DEEPINFER_SM90_TRACE
-constexpr int kTracePoints = 64, kTraceBlocks = 1024;
-__device__ unsigned long long trace_stamps[kTraceBlocks][2][kTracePoints][2];  // [block][group][point] {clock, ns}
-#endif
-__device__ __forceinline__ void trace(int point) {
-#if DEEPINFER_SM90_TRACE
-  const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
-  if (threadIdx.x % 128 != 0 || block >= kTraceBlocks || point >= kTracePoints) return;
-  unsigned long long ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns)::"memory");
-  trace_stamps[block][threadIdx.x / 128][point][0] = clock64();
-  trace_stamps[block][threadIdx.x / 128][point][1] = ns;
-#endif
-}
-
-// The two warpgroups hand over through named barriers (bar.arrive by the one that gives, bar.sync
-// by the one that waits): group 0's probabilities of a tile are in (kPReady), group 1 is done with
-// them (kPFree), group 0 is done with a key buffer (kKeysFree).
-constexpr int kPReady = 1, kPFree = 2, kKeysFree = 3;
-template <int id>
-__device__ __forceinline__ void sync_groups() {
-  asm volatile("bar.sync %0, 256;\n" ::"n"(id) : "memory");
-}
-template <int id>
-__device__ __forceinline__ void arrive_groups() {
-  asm volatile("bar.arrive %0, 256;\n" ::"n"(id) : "memory");
-}
-
-// A key buffer's mbarrier: its phase completes once each of the `count` threads that copy a tile
-// there has seen its copies land (cp.async.mbarrier.arrive.noinc after them).
-__device__ __forceinline__ void init_barrier(uint64_t* barrier, int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\nfence.mbarrier_init.release.cluster;\n" ::"r"(shared_address(barrier)), "r"(count)
-               : "memory");
-}
-__device__ __forceinline__ void arrive_after_copies(uint64_t* barrier) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(barrier)) : "memory");
-}
-__device__ __forceinline__ void wait_barrier(uint64_t* barrier, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred done;\n waiting:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n @!done bra waiting;\n}\n" ::"r"(
-          shared_address(barrier)),
-      "r"(parity)
-      : "memory");
-}
-
-// Heads [first, end) of the split's share of the merge, `splits` shares of 64 heads.
-__device__ __forceinline__ int share_begin(int split, int splits, int heads) { return split * heads / splits; }
+constexpr int kPReady = 1, kPFree = 2, kKeysFree = 3;  // the named barriers (sm90_sync.cuh)
 
 // Warp `warp` (of the block's 8) copies its 8 of a tile's 64 rows, rows 8 warp .. 8 warp + 7 of
 // 512 bfloat16, into a swizzled tile, half a row per copy: row r from rows[r] (null: zeros, the
@@ -273,11 +182,6 @@ __device__ __forceinline__ void add_pv_from_shared(float (&acc)[128], const unsi
   }
 }
 
-// What one thread holds of its block's split: heads r0, r1 (rows of the accumulators), dims d0 + 8 j + {0, 1}.
-struct Part {
-  int r0, r1, d0, quad, group;
-};
-
 // Output rows go through shared memory, bf16 pairs in from the accumulator layout (a row pitch of
 // kD * 2 + 16 bytes keeps a warp's pairs in distinct banks), then 16 bytes a thread to device
 // memory, a warp's stores contiguous: `heads` rows from `out`.
@@ -310,132 +214,6 @@ __device__ __forceinline__ void write_output(const SparseAttentionArgs& a, int64
     for (int j = 0; j < 32; ++j) stage_pair(stage, h, p.d0 + 8 * j, acc[4 * j + 2 * r] * factor, acc[4 * j + 2 * r + 1] * factor);
   }
   write_staged(stage, a.out + row * a.heads * kD, a.heads);
-}
-
-// Thread t's head r (0, 1) and first dim in the accumulator layout (Part of thread t).
-__device__ __forceinline__ int head_of(int t, int r) { return 16 * ((t / 32) % 4) + (t % 32) / 4 + 8 * r; }
-__device__ __forceinline__ int dim_of(int t) { return (t / 128) * (kD / 2) + 2 * (t % 4); }
-
-// The factors of a head's two partials and of their sum in the merge of combine_kernel
-// (sparse_attention.cu), term for term: `first`, `second` the (max, sum) of splits 0 and 1.
-struct MergeFactors {
-  float w0, w1, inv;
-};
-__device__ __forceinline__ MergeFactors merge_factors(float sink, float2 first, float2 second) {
-  float m = sink * kLog2e;
-  m = fmaxf(m, first.x);
-  m = fmaxf(m, second.x);
-  float denominator = exp2f(sink * kLog2e - m);
-  const float w0 = exp2f(first.x - m);  // 0 for a split without a valid key (max -inf)
-  denominator += first.y * w0;
-  const float w1 = exp2f(second.x - m);
-  denominator += second.y * w1;
-  return {w0, w1, 1.0f / denominator};
-}
-
-// Four merged outputs of one head from the two splits' float4 of [j / 2][r][thread] (dims d, d + 1,
-// d + 8, d + 9): out at d and d + 8.
-__device__ __forceinline__ void merge_float4(__nv_bfloat16* out, float4 x0, float4 x1, const MergeFactors& f) {
-  const float v0[4] = {x0.x, x0.y, x0.z, x0.w}, v1[4] = {x1.x, x1.y, x1.z, x1.w};
-  float o[4];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) {
-    o[e] = 0.0f;
-    o[e] += v0[e] * f.w0;
-    o[e] += v1[e] * f.w1;
-  }
-  *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(o[0] * f.inv, o[1] * f.inv);
-  *reinterpret_cast<__nv_bfloat162*>(out + 8) = __floats2bfloat162_rn(o[2] * f.inv, o[3] * f.inv);
-}
-
-// A row of two splits merged in its cluster. Head h belongs to the split of its share (heads below
-// share_begin(1, 2, heads) to split 0). The other split sends its partial of h, to the owner's
-// threads of the same index (they hold the same heads and dims), into the space q and the key tiles
-// held: [j / 2][r][thread] float4 (dims 8 j + 2 quad + {0, 1} and j + 1's of head r), and its
-// (max, sum) of h. Then every thread of the owner merges in split order: thread t its own j < 16
-// from registers and thread t ^ 64's j >= 16, which t ^ 64 left in the second key buffer (so the
-// threads that sent have work too). Every block of the cluster calls it once it has arrived at
-// the cluster barrier after its tiles, `active` or not.
-__device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, int splits, bool active, unsigned char* shared,
-                           const float (&acc)[128], const float* max_s, const float* sum_s, const Part& p) {
-  static_assert(kMaxClusterSplits == 2, "a cluster merges two splits");
-  float4* received = reinterpret_cast<float4*>(shared);
-  float4* kept = reinterpret_cast<float4*>(shared + Shared::kK + kTileBytes);  // [j / 2 - 8][r][thread]
-  float2* received_stats = reinterpret_cast<float2*>(shared + Shared::kRows);  // [head]
-  const bool pair = splits == 2 && active;
-  const int boundary = share_begin(1, 2, a.heads);
-  const auto owned = [&](int h) { return h < a.heads && (h < boundary ? 0 : 1) == split; };
-  const int partner = threadIdx.x ^ 64;
-  float sink[2][2];  // [own, partner's][r]
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    sink[0][r] = pair ? a.sink[min(head_of(threadIdx.x, r), a.heads - 1)] : 0.0f;
-    sink[1][r] = pair ? a.sink[min(head_of(partner, r), a.heads - 1)] : 0.0f;
-  }
-  cluster_wait();  // the other block is done with its tiles
-  trace(61);
-  if (pair) {
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int h = r == 0 ? p.r0 : p.r1;
-      if (owned(h)) {
-#pragma unroll
-        for (int jj = 8; jj < 16; ++jj)
-          kept[((jj - 8) * 2 + r) * kThreads + threadIdx.x] =
-              make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r]);
-      } else if (h < a.heads) {
-        const uint32_t dst = remote_address(received + r * kThreads + threadIdx.x, 1 - split);
-#pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-          store_remote(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
-                       acc[8 * jj + 5 + 2 * r]);
-        if (p.group == 0 && p.quad == 0) store_remote(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h]);
-      }
-    }
-  }
-  cluster_sync();  // every partial is in, and the kept ones
-  trace(62);
-  if (!pair) return;
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int t = half == 0 ? static_cast<int>(threadIdx.x) : partner;
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int h = head_of(t, r);
-      if (!owned(h)) continue;
-      const float2 own = make_float2(max_s[h], sum_s[h]), other = received_stats[h];
-      const MergeFactors f = merge_factors(sink[half][r], split == 0 ? own : other, split == 0 ? other : own);
-      __nv_bfloat16* out = a.out + (row * a.heads + h) * kD + dim_of(t);
-#pragma unroll
-      for (int jj = 8 * half; jj < 8 * half + 8; ++jj) {
-        const float4 mine =
-            half == 0 ? make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r])
-                      : kept[((jj - 8) * 2 + r) * kThreads + t];
-        const float4 theirs = received[(jj * 2 + r) * kThreads + t];
-        merge_float4(out + 16 * jj, split == 0 ? mine : theirs, split == 0 ? theirs : mine, f);
-      }
-    }
-  }
-}
-
-// A row of several splits merged by combine_kernel (sparse_attention.cu): this split's partials
-// and (max, sum) into a.workspace.
-__device__ __forceinline__ void write_partials(const SparseAttentionArgs& a, int64_t max_splits, int64_t split, const float (&acc)[128],
-                                               const float* max_s, const float* sum_s, const Part& p) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int h = r == 0 ? p.r0 : p.r1;
-    if (h >= a.heads) continue;
-    const int64_t part = (static_cast<int64_t>(blockIdx.x) * max_splits + split) * a.heads + h;  // this launch's row
-    float* out = a.workspace + part * kD + p.d0;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(out + 8 * j) = make_float2(acc[4 * j + 2 * r], acc[4 * j + 2 * r + 1]);
-    if (p.group == 0 && p.quad == 0) {
-      float* stats = a.workspace + static_cast<int64_t>(gridDim.x) * max_splits * a.heads * kD;
-      stats[2 * part] = max_s[h];
-      stats[2 * part + 1] = sum_s[h];
-    }
-  }
 }
 
 template <bool kCluster>
@@ -579,45 +357,6 @@ bool device_runs_kernel() {
 }
 
 }  // namespace
-
-#if DEEPINFER_SM90_TRACE
-// The last launch's stamps: each point's median and largest time after its block's entry (the SM
-// clock, converted at the rate the global timer shows), and the launch's span by the global timer.
-void sm90_trace_report() {
-  std::vector<unsigned long long> t(size_t{kTraceBlocks} * 2 * kTracePoints * 2);
-  if (cudaMemcpyFromSymbol(t.data(), trace_stamps, t.size() * 8) != cudaSuccess) return;
-  const auto at = [&](int b, int g, int p, int i) { return t[((size_t(b) * 2 + g) * kTracePoints + p) * 2 + i]; };
-  unsigned long long first = ~0ull, last = 0, last_entry = 0;
-  double ghz = 0;
-  int blocks = 0;
-  for (int b = 0; b < kTraceBlocks; ++b) {
-    if (at(b, 0, 0, 1) == 0 || at(b, 0, 63, 1) == 0) continue;
-    first = std::min(first, at(b, 0, 0, 1));
-    last_entry = std::max(last_entry, at(b, 0, 0, 1));
-    last = std::max(last, at(b, 0, 63, 1));
-    ghz += double(at(b, 0, 63, 0) - at(b, 0, 0, 0)) / double(at(b, 0, 63, 1) - at(b, 0, 0, 1));
-    ++blocks;
-  }
-  if (blocks == 0) return;
-  ghz /= blocks;
-  std::printf("  trace: %d blocks, span %.2f us (entries spread over %.2f us), SM clock %.2f GHz\n", blocks, (last - first) * 1e-3,
-              (last_entry - first) * 1e-3, ghz);
-  for (int p = 1; p < kTracePoints; ++p) {
-    std::vector<double> us[2];
-    for (int g = 0; g < 2; ++g) {
-      for (int b = 0; b < kTraceBlocks; ++b)
-        if (at(b, 0, 0, 1) != 0 && at(b, 0, 63, 1) != 0 && at(b, g, p, 0) != 0)
-          us[g].push_back(double(at(b, g, p, 0) - at(b, 0, 0, 0)) / ghz * 1e-3);
-      std::sort(us[g].begin(), us[g].end());
-    }
-    if (us[0].empty() && us[1].empty()) continue;
-    std::printf("  trace point %2d:", p);
-    for (int g = 0; g < 2; ++g)
-      if (!us[g].empty()) std::printf("  group %d median %6.2f max %6.2f us (%zu)", g, us[g][us[g].size() / 2], us[g].back(), us[g].size());
-    std::printf("\n");
-  }
-}
-#endif
 
 bool sm90_attention_supported(const SparseAttentionArgs& a) {
   return a.head_dim == kD && a.heads > 32 && a.heads <= kAllHeads && device_runs_kernel();

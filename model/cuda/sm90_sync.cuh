@@ -1,0 +1,62 @@
+#pragma once
+// Hopper (sm_90) synchronization for model/cuda/sparse_attention_sm90.cu: thread-block cluster
+// barriers and stores into another block's shared memory, named barriers between warpgroups,
+// and mbarriers that cp.async copies arrive on. Device code only, no torch types.
+
+#include <cstdint>
+
+#include "model/cuda/mma.cuh"
+
+namespace deepinfer::model::cuda::sm90 {
+
+// The cluster of a row's splits (thread block clusters, sm_90; block split s is the cluster's
+// rank s): a barrier of every thread of the cluster in two halves (release / acquire: shared-memory
+// writes before the arrival are seen after the wait), the address in block `rank` of this block's
+// shared memory at `local`, and stores there.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_sync() {
+  cluster_arrive();
+  cluster_wait();
+}
+__device__ __forceinline__ uint32_t remote_address(const void* local, uint32_t rank) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(shared_address(local)), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ void store_remote(uint32_t remote, float x, float y) {
+  asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};\n" ::"r"(remote), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ void store_remote(uint32_t remote, float x, float y, float z, float w) {
+  asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(remote), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
+
+// Named barriers between the block's two warpgroups (256 threads): bar.arrive by the one that
+// hands over, bar.sync by the one that waits.
+template <int id>
+__device__ __forceinline__ void sync_groups() {
+  asm volatile("bar.sync %0, 256;\n" ::"n"(id) : "memory");
+}
+template <int id>
+__device__ __forceinline__ void arrive_groups() {
+  asm volatile("bar.arrive %0, 256;\n" ::"n"(id) : "memory");
+}
+
+// A key buffer's mbarrier: its phase completes once each of the `count` threads that copy a tile
+// there has seen its copies land (cp.async.mbarrier.arrive.noinc after them).
+__device__ __forceinline__ void init_barrier(uint64_t* barrier, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\nfence.mbarrier_init.release.cluster;\n" ::"r"(shared_address(barrier)), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void arrive_after_copies(uint64_t* barrier) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(shared_address(barrier)) : "memory");
+}
+__device__ __forceinline__ void wait_barrier(uint64_t* barrier, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n waiting:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n @!done bra waiting;\n}\n" ::"r"(
+          shared_address(barrier)),
+      "r"(parity)
+      : "memory");
+}
+
+}  // namespace deepinfer::model::cuda::sm90

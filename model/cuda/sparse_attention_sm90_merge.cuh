@@ -1,0 +1,142 @@
+#pragma once
+// The merge of a row's splits in the Hopper attention kernel (model/cuda/sparse_attention_sm90.cu):
+// two splits in their thread-block cluster (merge_pair), more through combine_kernel's partials
+// (write_partials). The arithmetic is combine_kernel's (sparse_attention.cu), term for term.
+// Internal: included by that file alone.
+
+#include <cuda_bf16.h>
+
+#include "model/cuda/sm90_sync.cuh"
+#include "model/cuda/sm90_trace.cuh"
+#include "model/cuda/sparse_attention.h"
+#include "model/cuda/sparse_attention_sm90_layout.cuh"
+
+namespace deepinfer::model::cuda::sm90 {
+
+// Thread t's head r (0, 1) and first dim in the accumulator layout (Part of thread t).
+__device__ __forceinline__ int head_of(int t, int r) { return 16 * ((t / 32) % 4) + (t % 32) / 4 + 8 * r; }
+__device__ __forceinline__ int dim_of(int t) { return (t / 128) * (kD / 2) + 2 * (t % 4); }
+
+// The factors of a head's two partials and of their sum in the merge of combine_kernel
+// (sparse_attention.cu), term for term: `first`, `second` the (max, sum) of splits 0 and 1.
+struct MergeFactors {
+  float w0, w1, inv;
+};
+__device__ __forceinline__ MergeFactors merge_factors(float sink, float2 first, float2 second) {
+  float m = sink * kLog2e;
+  m = fmaxf(m, first.x);
+  m = fmaxf(m, second.x);
+  float denominator = exp2f(sink * kLog2e - m);
+  const float w0 = exp2f(first.x - m);  // 0 for a split without a valid key (max -inf)
+  denominator += first.y * w0;
+  const float w1 = exp2f(second.x - m);
+  denominator += second.y * w1;
+  return {w0, w1, 1.0f / denominator};
+}
+
+// Four merged outputs of one head from the two splits' float4 of [j / 2][r][thread] (dims d, d + 1,
+// d + 8, d + 9): out at d and d + 8.
+__device__ __forceinline__ void merge_float4(__nv_bfloat16* out, float4 x0, float4 x1, const MergeFactors& f) {
+  const float v0[4] = {x0.x, x0.y, x0.z, x0.w}, v1[4] = {x1.x, x1.y, x1.z, x1.w};
+  float o[4];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    o[e] = 0.0f;
+    o[e] += v0[e] * f.w0;
+    o[e] += v1[e] * f.w1;
+  }
+  *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(o[0] * f.inv, o[1] * f.inv);
+  *reinterpret_cast<__nv_bfloat162*>(out + 8) = __floats2bfloat162_rn(o[2] * f.inv, o[3] * f.inv);
+}
+
+// A row of two splits merged in its cluster. Head h belongs to the split of its share (heads below
+// share_begin(1, 2, heads) to split 0). The other split sends its partial of h, to the owner's
+// threads of the same index (they hold the same heads and dims), into the space q and the key tiles
+// held: [j / 2][r][thread] float4 (dims 8 j + 2 quad + {0, 1} and j + 1's of head r), and its
+// (max, sum) of h. Then every thread of the owner merges in split order: thread t its own j < 16
+// from registers and thread t ^ 64's j >= 16, which t ^ 64 left in the second key buffer (so the
+// threads that sent have work too). Every block of the cluster calls it once it has arrived at
+// the cluster barrier after its tiles, `active` or not.
+__device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, int splits, bool active, unsigned char* shared,
+                           const float (&acc)[128], const float* max_s, const float* sum_s, const Part& p) {
+  static_assert(kMaxClusterSplits == 2, "a cluster merges two splits");
+  float4* received = reinterpret_cast<float4*>(shared);
+  float4* kept = reinterpret_cast<float4*>(shared + Shared::kK + kTileBytes);  // [j / 2 - 8][r][thread]
+  float2* received_stats = reinterpret_cast<float2*>(shared + Shared::kRows);  // [head]
+  const bool pair = splits == 2 && active;
+  const int boundary = share_begin(1, 2, a.heads);
+  const auto owned = [&](int h) { return h < a.heads && (h < boundary ? 0 : 1) == split; };
+  const int partner = threadIdx.x ^ 64;
+  float sink[2][2];  // [own, partner's][r]
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    sink[0][r] = pair ? a.sink[min(head_of(threadIdx.x, r), a.heads - 1)] : 0.0f;
+    sink[1][r] = pair ? a.sink[min(head_of(partner, r), a.heads - 1)] : 0.0f;
+  }
+  cluster_wait();  // the other block is done with its tiles
+  trace(61);
+  if (pair) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int h = r == 0 ? p.r0 : p.r1;
+      if (owned(h)) {
+#pragma unroll
+        for (int jj = 8; jj < 16; ++jj)
+          kept[((jj - 8) * 2 + r) * kThreads + threadIdx.x] =
+              make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r]);
+      } else if (h < a.heads) {
+        const uint32_t dst = remote_address(received + r * kThreads + threadIdx.x, 1 - split);
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj)
+          store_remote(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
+                       acc[8 * jj + 5 + 2 * r]);
+        if (p.group == 0 && p.quad == 0) store_remote(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h]);
+      }
+    }
+  }
+  cluster_sync();  // every partial is in, and the kept ones
+  trace(62);
+  if (!pair) return;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int t = half == 0 ? static_cast<int>(threadIdx.x) : partner;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int h = head_of(t, r);
+      if (!owned(h)) continue;
+      const float2 own = make_float2(max_s[h], sum_s[h]), other = received_stats[h];
+      const MergeFactors f = merge_factors(sink[half][r], split == 0 ? own : other, split == 0 ? other : own);
+      __nv_bfloat16* out = a.out + (row * a.heads + h) * kD + dim_of(t);
+#pragma unroll
+      for (int jj = 8 * half; jj < 8 * half + 8; ++jj) {
+        const float4 mine =
+            half == 0 ? make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r])
+                      : kept[((jj - 8) * 2 + r) * kThreads + t];
+        const float4 theirs = received[(jj * 2 + r) * kThreads + t];
+        merge_float4(out + 16 * jj, split == 0 ? mine : theirs, split == 0 ? theirs : mine, f);
+      }
+    }
+  }
+}
+
+// A row of several splits merged by combine_kernel (sparse_attention.cu): this split's partials
+// and (max, sum) into a.workspace.
+__device__ __forceinline__ void write_partials(const SparseAttentionArgs& a, int64_t max_splits, int64_t split, const float (&acc)[128],
+                                               const float* max_s, const float* sum_s, const Part& p) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int h = r == 0 ? p.r0 : p.r1;
+    if (h >= a.heads) continue;
+    const int64_t part = (static_cast<int64_t>(blockIdx.x) * max_splits + split) * a.heads + h;  // this launch's row
+    float* out = a.workspace + part * kD + p.d0;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(out + 8 * j) = make_float2(acc[4 * j + 2 * r], acc[4 * j + 2 * r + 1]);
+    if (p.group == 0 && p.quad == 0) {
+      float* stats = a.workspace + static_cast<int64_t>(gridDim.x) * max_splits * a.heads * kD;
+      stats[2 * part] = max_s[h];
+      stats[2 * part + 1] = sum_s[h];
+    }
+  }
+}
+
+}  // namespace deepinfer::model::cuda::sm90
