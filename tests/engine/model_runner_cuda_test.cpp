@@ -5,7 +5,6 @@
 //    call (a blocking copy, .item(), nonzero, a stream synchronize) throws;
 //  - decode steps replayed from CUDA graphs give the same tokens and logprobs, bit for bit, as the
 //    same steps run eagerly (--no-cuda-graphs), greedy and sampled rows, batches that change bucket.
-#include <c10/cuda/CUDAFunctions.h>
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -13,25 +12,14 @@
 #include "engine/model_runner.h"
 #include "model/expert_parallel.h"
 #include "model/random_weights.h"
+#include "tests/testing/sync_debug_error.h"
 
 namespace deepinfer::engine {
 namespace {
 
 constexpr int32_t kPrompt = 21;  // crosses the tiny window (16) and the CSA top-k (4 entries)
 
-// Restores the previous mode on every exit path.
-class SyncDebugError final {
- public:
-  SyncDebugError() : previous_(c10::cuda::warning_state().get_sync_debug_mode()) {
-    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
-  }
-  ~SyncDebugError() { c10::cuda::warning_state().set_sync_debug_mode(previous_); }
-  SyncDebugError(const SyncDebugError&) = delete;
-  SyncDebugError& operator=(const SyncDebugError&) = delete;
-
- private:
-  c10::cuda::SyncDebugMode previous_;
-};
+using deepinfer::testing::SyncDebugError;
 
 struct CudaRunner {
   explicit CudaRunner(const model::ModelWeights& weights, bool graphs)

@@ -3,7 +3,6 @@
 // Built only with DEEPINFER_CUDA (it needs the CUDA headers); label cuda.
 
 #include <ATen/ATen.h>
-#include <c10/cuda/CUDAFunctions.h>
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -11,23 +10,12 @@
 #include "engine/sampler.h"
 #include "engine/sampling_batch.h"
 #include "tests/engine/sampler_test_util.h"
+#include "tests/testing/sync_debug_error.h"
 
 namespace deepinfer::engine {
 namespace {
 
-// Restores the previous mode on every exit path.
-class SyncDebugError final {
- public:
-  SyncDebugError() : previous_(c10::cuda::warning_state().get_sync_debug_mode()) {
-    c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR);
-  }
-  ~SyncDebugError() { c10::cuda::warning_state().set_sync_debug_mode(previous_); }
-  SyncDebugError(const SyncDebugError&) = delete;
-  SyncDebugError& operator=(const SyncDebugError&) = delete;
-
- private:
-  c10::cuda::SyncDebugMode previous_;
-};
+using deepinfer::testing::SyncDebugError;
 
 TEST(SamplerCudaSync, SampleQueuesWorkWithoutWaitingForTheDevice) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the no-sync property is unverified";
