@@ -292,7 +292,8 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
   model::PartClock* clock = options_.model.clock;
   if (clock != nullptr) clock->enter(model::ForwardPart::kStaging, -1);
   StepPlan plan = this->plan(out);
-  if (options_.device.is_cuda() && out.kind == StepKind::kDecode && plan.prompt.empty()) pad_decode(plan);
+  const bool pads = options_.device.is_cuda() || options_.pad_decode_on_cpu;
+  if (pads && out.kind == StepKind::kDecode && plan.prompt.empty()) pad_decode(plan);
   // Host tensors, then one copy to the device.
   model::ForwardBatch batch = model::ForwardBatch::on_host(plan.input);
   at::Tensor sources = at::tensor(plan.sources, at::TensorOptions().dtype(at::kLong));

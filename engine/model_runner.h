@@ -42,6 +42,9 @@ class ModelRunner final : public StepExecutor {
     bool cuda_graphs = true;
     // The widest block table a sequence can have (ceil(max_model_len / 128)); 0: num_blocks.
     int64_t max_blocks_per_seq = 0;
+    // Decode steps padded to their buckets on the CPU too (tests: the padding rows are inert);
+    // on CUDA they always are.
+    bool pad_decode_on_cpu = false;
     // Debugging: when set, every sampled row's logits are appended to this file as JSONL
     // {"seed": S, "position": P, "logits": [...]} (a host copy per step: slow). Rows are keyed
     // by (sequence seed, output position), which names the same token in any batch, rank or

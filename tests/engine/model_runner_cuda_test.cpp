@@ -12,14 +12,15 @@
 #include "engine/model_runner.h"
 #include "model/expert_parallel.h"
 #include "model/random_weights.h"
+#include "tests/engine/runner_steps.h"
 #include "tests/testing/sync_debug_error.h"
 
 namespace deepinfer::engine {
 namespace {
 
-constexpr int32_t kPrompt = 21;  // crosses the tiny window (16) and the CSA top-k (4 entries)
-
 using deepinfer::testing::SyncDebugError;
+using runner_steps::row_of;
+using runner_steps::step_of;
 
 struct CudaRunner {
   explicit CudaRunner(const model::ModelWeights& weights, bool graphs)
@@ -39,47 +40,6 @@ struct CudaRunner {
 model::ModelWeights tiny_weights() {
   return model::random_weights(model::tiny_fast_test_config(), model::WeightFormat{io::DType::kBF16, false, false}, /*seed=*/5,
                                at::Device(at::kCUDA, 0));
-}
-
-// Sequence i: slot i + 1, block i + 1; every third greedy, the rest sampled; sequence 1 asks for
-// the top 2 logprobs.
-std::shared_ptr<const SamplingParams> params_of(int32_t seq) {
-  SamplingParams p;
-  p.max_tokens = 64;
-  p.temperature = seq % 3 == 0 ? 0.0f : 0.9f;
-  p.seed = 1000 + static_cast<uint64_t>(seq);
-  p.logprobs = seq == 1 ? 2 : -1;
-  return std::make_shared<const SamplingParams>(p);
-}
-
-ScheduledSeq row_of(int32_t seq, int32_t generated) {
-  ScheduledSeq row{.seq_id = seq,
-                   .num_query_tokens = generated == 0 ? kPrompt : 1,
-                   .start_pos = generated == 0 ? 0 : kPrompt + generated - 1,
-                   .query_token_ids = {},
-                   .sample = true,
-                   .epoch = 0,
-                   .output_index = generated,
-                   .block_table = {seq + 1},
-                   .state_slot = seq + 1,
-                   .params = params_of(seq)};
-  if (generated == 0) {
-    for (int32_t i = 0; i < kPrompt; ++i) row.query_token_ids.push_back(2 + (seq * 37 + i * 11) % 500);
-  } else {
-    row.query_token_ids = {kPendingToken};
-  }
-  return row;
-}
-
-// Step `step`: sequences [0, n) having generated `generated` tokens each (0: their prefill).
-SchedulerOutput step_of(int64_t step, int32_t n, int32_t generated) {
-  SchedulerOutput out;
-  out.step = step;
-  out.kind = generated == 0 ? StepKind::kPrefill : StepKind::kDecode;
-  for (int32_t s = 0; s < n; ++s) out.seqs.push_back(row_of(s, generated));
-  out.num_batched_tokens = generated == 0 ? n * kPrompt : n;
-  out.num_sampled = n;
-  return out;
 }
 
 TEST(ModelRunnerCuda, StepsNeverWaitForTheDevice) {

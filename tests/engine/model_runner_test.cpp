@@ -13,6 +13,7 @@
 #include "model/expert_parallel.h"
 #include "model/model_cache.h"
 #include "model/random_weights.h"
+#include "tests/engine/runner_steps.h"
 
 namespace deepinfer::engine {
 namespace {
@@ -178,6 +179,34 @@ TEST(ModelRunnerTest, PromptLogprobsMatchTheLogSoftmaxOfEachPromptRow) {
   ASSERT_EQ(chunk.prompt_logprobs[0].rows.size(), 2u);
   for (std::size_t i = 0; i < 2; ++i)
     EXPECT_NEAR(chunk.prompt_logprobs[0].rows[i].logprob, expected[i], 1e-4) << "chunked, position " << i + 1;
+}
+
+// The CUDA padding of decode steps (decode_graphs.h), run on the CPU: 5 sequences padded to the
+// bucket of 8 with rows on block 0 / slot 0, block tables widened from 2 to the bucket of 2 with
+// static shapes (every CSA entry of the tables' capacity scored). The padding rows are inert: the
+// real rows' tokens and logprobs are those of the same steps unpadded.
+TEST(ModelRunnerTest, PaddedDecodeStepsGiveTheTokensOfUnpaddedOnes) {
+  const model::ModelConfig config = model::tiny_fast_test_config();
+  const model::ModelWeights weights = model::random_weights(config, model::WeightFormat{}, /*seed=*/4, at::kCPU);
+  model::SingleRankCommunicator comm;
+  ModelRunner::Options options{.num_blocks = 16, .num_slots = 9, .dtype = at::kFloat, .device = at::kCPU, .model = {}};
+  ModelRunner plain(weights, comm, options);
+  options.pad_decode_on_cpu = true;
+  ModelRunner padded(weights, comm, options);
+  for (int32_t g = 0; g <= 12; ++g) {
+    const SchedulerOutput out = runner_steps::step_of(g, 5, g, /*blocks=*/2);
+    const ExecutedStep a = plain.execute(out)->wait();
+    const ExecutedStep b = padded.execute(out)->wait();
+    ASSERT_EQ(b.result.tokens.size(), 5u) << "the padding rows' samples are dropped";
+    for (std::size_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(a.result.tokens[i].seq_id, b.result.tokens[i].seq_id);
+      EXPECT_EQ(a.result.tokens[i].token_id, b.result.tokens[i].token_id) << "step " << g << " row " << i;
+    }
+    ASSERT_TRUE(a.logprobs.at(1).has_value() && b.logprobs.at(1).has_value());
+    EXPECT_NEAR(a.logprobs[1]->logprob, b.logprobs[1]->logprob, 1e-4) << "step " << g;
+    EXPECT_EQ(a.logprobs[1]->top_ids, b.logprobs[1]->top_ids) << "step " << g;
+  }
+  EXPECT_EQ(padded.graph_stats().replayed, 0) << "no graphs on the CPU";
 }
 
 }  // namespace
