@@ -305,9 +305,12 @@ std::unique_ptr<PendingStep> ModelRunner::execute(const SchedulerOutput& out) {
     for (at::Tensor* t : params->tensors()) inputs.push_back(t);
   }
   staging_.upload(inputs);
-  if (!last_tokens_.defined() || last_tokens_.size(0) < static_cast<int64_t>(plan.sampling.size()))
-    last_tokens_ = at::zeros({std::max<int64_t>(decode_bucket(options_.num_slots), plan.sampling.size())},
-                             at::TensorOptions().dtype(at::kLong).device(options_.device));
+  // Every sampled row holds a slot of its own, so a step samples fewer rows than the bucket of
+  // num_slots: the buffer never moves under a captured graph.
+  if (!last_tokens_.defined())
+    last_tokens_ = at::zeros({decode_bucket(options_.num_slots)}, at::TensorOptions().dtype(at::kLong).device(options_.device));
+  ENGINE_ASSERT(static_cast<int64_t>(plan.sampling.size()) <= last_tokens_.size(0), "step ", out.step, " samples ", plan.sampling.size(),
+                " rows, more than the ", last_tokens_.size(0), " the runner keeps");
   const auto step = [&]() { return run_step(batch, sources, params ? &*params : nullptr, plan.prompt, plan.sampling); };
   const bool graphed = plan.padded && clock == nullptr && !debug_logits_ && comm_world_ == 1;
   SampleResult sampled = graphed ? graphs_.run(graph_key(batch, *params), staging_.device_base(), staging_.generation(), step) : step();
