@@ -104,6 +104,23 @@ at::Tensor encode_magnitude(const at::Tensor& magnitude, const std::vector<doubl
   return at::where(lo == hi, lo, at::where(lo_even, lo, hi));
 }
 
+// The e4m3 magnitudes, ascending: codes 0x00..0x7E (0x7F is NaN).
+const std::vector<double>& e4m3_magnitudes() {
+  static const std::vector<double> magnitudes = [] {
+    std::vector<double> v;
+    const std::array<float, 256> all = make_e4m3_values();
+    for (int b = 0; b < 127; ++b) v.push_back(all[b]);
+    return v;
+  }();
+  return magnitudes;
+}
+
+// Nearest e4m3 code of x (float64, |x| <= 448 after scaling), ties to the even code, the sign in bit 7.
+at::Tensor encode_e4m3(const at::Tensor& x) {
+  at::Tensor code = encode_magnitude(x.abs(), e4m3_magnitudes());
+  return at::where(at::signbit(x), code + 0x80, code).to(at::kByte);
+}
+
 void check_finite(const at::Tensor& weight, const char* what) {
   TORCH_CHECK(weight.is_floating_point(), what, ": weight must be floating point, got ", weight.scalar_type());
   TORCH_CHECK(weight.dim() >= 2, what, ": weight must be [..., out, in], got ", weight.sizes());
@@ -176,15 +193,26 @@ std::pair<at::Tensor, at::Tensor> quantize_fp8_blockwise(const at::Tensor& weigh
   const at::Tensor x = weight.to(at::kDouble);
   const at::Tensor exponent = pow2_ceil_exponent(block_amax(x, block, block), kFp8Max);
   const at::Tensor scaled = apply_block_scale(x, at::pow(2.0, exponent), block, block, /*divide=*/true);
-  static const std::vector<double> magnitudes = [] {
-    std::vector<double> v;
-    const std::array<float, 256> all = make_e4m3_values();
-    for (int b = 0; b < 127; ++b) v.push_back(all[b]);  // codes 0x00..0x7E ascending, 0x7F is NaN
-    return v;
-  }();
-  at::Tensor code = encode_magnitude(scaled.abs(), magnitudes);
-  code = at::where(at::signbit(scaled), code + 0x80, code);
-  return {code.to(at::kByte).contiguous(), (exponent + 127).to(at::kByte).contiguous()};
+  return {encode_e4m3(scaled).contiguous(), (exponent + 127).to(at::kByte).contiguous()};
+}
+
+std::pair<at::Tensor, at::Tensor> quantize_fp8_activations(const at::Tensor& x, int64_t block) {
+  TORCH_CHECK(block > 0, "quantize_fp8_activations: block must be positive, got ", block);
+  TORCH_CHECK(x.is_floating_point() && x.dim() >= 1 && x.size(-1) > 0,
+              "quantize_fp8_activations: x must be floating point [..., K] with K > 0, got ", x.scalar_type(), " ", x.sizes());
+  TORCH_CHECK(at::isfinite(x).all().item<bool>(), "quantize_fp8_activations: x holds NaN or infinity");
+  const int64_t cols = x.size(-1), blocks = ceil_div(cols, block);
+  const at::Tensor rows = x.to(at::kFloat).reshape({-1, cols});
+  const int64_t count = rows.size(0);
+  const at::Tensor padded = at::constant_pad_nd(rows, {0, blocks * block - cols}, 0).view({count, blocks, block});
+  // As the official kernel: the float32 amax, at least the float32 1e-4.
+  const at::Tensor amax = padded.abs().amax(-1).clamp_min(static_cast<double>(kFp8ActAmaxFloor));  // [rows, blocks]
+  const at::Tensor exponent = pow2_ceil_exponent(amax.to(at::kDouble), kFp8Max);
+  const at::Tensor scaled = padded.to(at::kDouble) / at::pow(2.0, exponent).unsqueeze(-1);  // exact: a power of two
+  std::vector<int64_t> scale_sizes(x.sizes().begin(), x.sizes().end());
+  scale_sizes.back() = blocks;
+  const at::Tensor codes = encode_e4m3(scaled).view({count, blocks * block}).narrow(1, 0, cols).reshape(x.sizes()).contiguous();
+  return {codes, at::pow(2.0, exponent).to(at::kFloat).reshape(scale_sizes).contiguous()};
 }
 
 std::pair<at::Tensor, at::Tensor> quantize_fp4(const at::Tensor& weight, int64_t block) {

@@ -48,4 +48,16 @@ std::pair<at::Tensor, at::Tensor> quantize_fp8_blockwise(const at::Tensor& weigh
 // ceil(in/block)] uint8 e8m0). Throws on non-finite input or odd in.
 std::pair<at::Tensor, at::Tensor> quantize_fp4(const at::Tensor& weight, int64_t block = kFp4Block);
 
+// DeepSeek-V4's activation quantizer for the FP8 linears (the official inference's act_quant(x,
+// 128, scale_fmt="ue8m0"), deepseek-v4.md §2.10): x [..., K] floating -> (codes [..., K] uint8
+// e4m3, scales [..., ceil(K/block)] float32). Per row and block of `block` columns (the last one
+// may be partial): amax = the float32 max |x|, at least kFp8ActAmaxFloor (so an all-zero block
+// gets 2^-22, not 1); scale = 2^e, the ue8m0 scale above (the smallest e with 448 2^e >= amax,
+// which the official kernel computes as 2^ceil(log2(amax * float32(1/448))): the same e for every
+// float32 amax >= 1e-4, checked exhaustively); code = x / scale (exact) to the nearest e4m3 code,
+// ties to the even code. Rows are independent. The reference of the CUDA kernel
+// (model/cuda/act_quant.h) and the CPU path. Throws on non-finite input.
+inline constexpr float kFp8ActAmaxFloor = 1e-4f;
+std::pair<at::Tensor, at::Tensor> quantize_fp8_activations(const at::Tensor& x, int64_t block = kFp8Block);
+
 }  // namespace deepinfer::model

@@ -136,3 +136,30 @@ bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate, 
 at::Tensor moe_fp4(const MoeFp4& in);
 
 }  // namespace deepinfer::model::cuda
+
+// FP8 linears straight from FP8 (act_quant.h, fp8_gemm.h): y = x W^T with W's e4m3 bytes and its
+// 128 x 128 float32 block scales as loaded (no bfloat16 copy), x quantized on the fly to e4m3 with
+// one power-of-two float32 scale per row and 128 columns (DeepSeek-V4's act_quant, quant.h
+// quantize_fp8_activations), multiplied by cuBLASLt's block-scaled FP8 GEMM (Hopper only).
+namespace deepinfer::model::cuda {
+
+// x [..., K] bfloat16 on CUDA, K a multiple of 4 -> the bits of quantize_fp8_activations(x).
+// Rows are independent.
+struct Fp8Activations {
+  at::Tensor codes;   // [..., K] uint8 e4m3: the first M rows of a [M4, K] buffer (M4 = M rounded up to 4, rows past M zero)
+  at::Tensor scales;  // [..., ceil(K/128)] float32 with strides (..., 1, M4): a view of the [ceil(K/128), M4] buffer cuBLASLt reads
+};
+bool act_quant_supported(const at::Tensor& x);
+Fp8Activations act_quant(const at::Tensor& x);
+
+// x [..., K] bfloat16, w_fp8 [N, K] uint8 (the e4m3 bytes; LibTorch 1.13 has no float8 dtype),
+// contiguous and 16-byte aligned, w_scale [ceil(N/128), ceil(K/128)] float32 (the checkpoint's
+// e8m0 bytes decoded, 2^(s - 127)), on one CUDA device of compute capability 9.0 with cuBLASLt
+// 12.9 or later; K a multiple of 16, N of 8.
+bool fp8_linear_supported(const at::Tensor& x, const at::Tensor& w_fp8, const at::Tensor& w_scale);
+// -> [..., N] bfloat16: x quantized by act_quant, times the dequantized W, summed in float32 per
+// 128-column block (fp8_gemm.h), rounded to bfloat16 once. No host sync. Throws naming the shape
+// where cuBLASLt has no algorithm for it.
+at::Tensor fp8_linear(const at::Tensor& x, const at::Tensor& w_fp8, const at::Tensor& w_scale);
+
+}  // namespace deepinfer::model::cuda

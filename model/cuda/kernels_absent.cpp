@@ -38,3 +38,13 @@ bool moe_fp4_supported(at::Device, int64_t, int64_t, int64_t) { return false; }
 at::Tensor moe_fp4(const MoeFp4&) { absent("cuda::moe_fp4"); }
 
 }  // namespace deepinfer::model::cuda
+
+// FP8 linears straight from FP8.
+namespace deepinfer::model::cuda {
+
+bool act_quant_supported(const at::Tensor&) { return false; }
+Fp8Activations act_quant(const at::Tensor&) { absent("cuda::act_quant"); }
+bool fp8_linear_supported(const at::Tensor&, const at::Tensor&, const at::Tensor&) { return false; }
+at::Tensor fp8_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("cuda::fp8_linear"); }
+
+}  // namespace deepinfer::model::cuda

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace deepinfer::model {
@@ -238,6 +239,127 @@ TEST(QuantTest, Fp4RoundTripErrorBound) {
   EXPECT_TRUE(((back - w).abs() <= bound).all().item<bool>()) << "max err " << (back - w).abs().max().item<float>();
   auto [packed2, scale2] = quantize_fp4(back);
   EXPECT_TRUE(at::equal(dequant_fp4(packed2, scale2, at::kFloat), back));
+}
+
+// quantize_fp8_activations (DeepSeek-V4's act_quant, the CUDA kernel's reference).
+
+// The e4m3 code whose value is exactly v (-0.0 gives 0x80).
+int code_of(float v) {
+  const at::Tensor t = e4m3_table(at::kCPU);
+  for (int b = 0; b < 256; ++b) {
+    const float c = t[b].item<float>();
+    if (c == v && std::signbit(c) == std::signbit(v)) return b;
+  }
+  return -1;
+}
+
+TEST(QuantTest, QuantizeFp8ActivationsScalesAndTiesByHand) {
+  std::vector<float> row(260, 0.0f);  // blocks [0, 128), [128, 256) (all zero), [256, 260) (partial)
+  row[0] = 448.0f;                    // amax 448: scale 2^0
+  row[1] = 1.0625f;                   // midway 1 | 1.125: the even code, 1
+  row[2] = 1.1875f;                   // midway 1.125 | 1.25: the even code, 1.25
+  row[3] = -0.0f;
+  row[4] = std::ldexp(1.0f, -10);      // midway 0 | 2^-9: 0
+  row[5] = 3 * std::ldexp(1.0f, -10);  // midway 2^-9 | 2^-8: 2^-8 (code 2)
+  row[6] = -300.0f;                    // e4m3 step 32 above 256: 288 | 320, nearer 288
+  row[256] = 450.0f;                   // amax 450: scale 2, 450 / 2 = 225 -> 224
+  row[257] = -5.0f;                    // -2.5
+  std::vector<float> small(260, 0.0f);
+  small[10] = 5e-5f;  // amax under the floor: scale 2^ceil(log2(1e-4 / 448)) = 2^-22
+  std::vector<float> both(row);
+  both.insert(both.end(), small.begin(), small.end());
+  const at::Tensor x = floats(both, {2, 260}).to(at::kBFloat16);
+  const auto [codes, scales] = quantize_fp8_activations(x);
+  ASSERT_EQ(codes.sizes(), at::IntArrayRef({2, 260}));
+  ASSERT_EQ(scales.sizes(), at::IntArrayRef({2, 3}));
+  EXPECT_EQ(codes.scalar_type(), at::kByte);
+  EXPECT_EQ(scales.scalar_type(), at::kFloat);
+  EXPECT_EQ(at1(scales, 0), 1.0f);
+  EXPECT_EQ(at1(scales, 1), std::ldexp(1.0f, -22));  // all zero: the floor's scale
+  EXPECT_EQ(at1(scales, 2), 2.0f);
+  EXPECT_EQ(at1(scales, 3), std::ldexp(1.0f, -22));
+  const auto code = [&](int64_t i) { return static_cast<int>(codes.reshape({-1})[i].item<uint8_t>()); };
+  EXPECT_EQ(code(0), 0x7E);
+  EXPECT_EQ(code(1), code_of(1.0f));
+  EXPECT_EQ(code(2), code_of(1.25f));
+  EXPECT_EQ(code(3), 0x80);
+  EXPECT_EQ(code(4), 0x00);
+  EXPECT_EQ(code(5), 0x02);
+  EXPECT_EQ(code(6), code_of(-288.0f));
+  EXPECT_EQ(code(7), 0x00);
+  EXPECT_EQ(code(256), code_of(224.0f));
+  EXPECT_EQ(code(257), code_of(-2.5f));
+  // 5e-5 in bfloat16 is 1.640625 2^-15; times 2^22 that is 210: e4m3 steps of 16 there, 208.
+  EXPECT_EQ(code(260 + 10), code_of(208.0f));
+}
+
+TEST(QuantTest, QuantizeFp8ActivationsRoundTripRowsIndependent) {
+  at::manual_seed(12);
+  // Blocks of very different magnitudes, some under the 1e-4 floor; 400 = 3 full blocks + 16.
+  const at::Tensor magnitude = at::pow(2.0, at::randint(-24, 20, {6, 1, 4, 1})).expand({6, 1, 4, 128}).reshape({6, 512});
+  const at::Tensor x = (at::randn({6, 512}) * magnitude).narrow(1, 0, 400).to(at::kBFloat16).reshape({2, 3, 400});
+  const auto [codes, scales] = quantize_fp8_activations(x);
+  ASSERT_EQ(codes.sizes(), at::IntArrayRef({2, 3, 400}));
+  ASSERT_EQ(scales.sizes(), at::IntArrayRef({2, 3, 4}));
+  const at::Tensor xf = x.to(at::kDouble).reshape({6, 400});
+  const at::Tensor s = scales.to(at::kDouble).reshape({6, 4});
+  const at::Tensor values = e4m3_table(at::kCPU).index_select(0, codes.reshape({-1}).to(at::kLong)).view({6, 400}).to(at::kDouble);
+  const at::Tensor back = values * s.repeat_interleave(128, 1).narrow(1, 0, 400);
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t b = 0; b < 4; ++b) {
+      const int64_t width = std::min<int64_t>(128, 400 - b * 128);
+      const double amax = std::max(xf[r].narrow(0, b * 128, width).abs().max().item<double>(), double{kFp8ActAmaxFloor});
+      const double scale = s[r][b].item<double>();
+      int e = 0;
+      EXPECT_EQ(std::frexp(scale, &e), 0.5) << "scale " << scale << " is not a power of two";
+      EXPECT_LE(amax, 448.0 * scale) << "row " << r << " block " << b;
+      EXPECT_GT(amax, 224.0 * scale) << "row " << r << " block " << b;
+    }
+  }
+  // e4m3 keeps 3 mantissa bits: within 2^-4 of |x| relative, or the subnormal step 2^-9 scaled.
+  const at::Tensor step = s.repeat_interleave(128, 1).narrow(1, 0, 400) * std::ldexp(1.0, -10);
+  EXPECT_TRUE(((back - xf).abs() <= at::maximum(xf.abs() * (1.0 / 16), step)).all().item<bool>());
+  for (int64_t r = 0; r < 6; ++r) {
+    const auto [one_codes, one_scales] = quantize_fp8_activations(x.reshape({6, 400}).narrow(0, r, 1));
+    EXPECT_TRUE(at::equal(one_codes[0], codes.reshape({6, 400})[r])) << "row " << r;
+    EXPECT_TRUE(at::equal(one_scales[0], scales.reshape({6, 4})[r])) << "row " << r;
+  }
+}
+
+// One definition of the ue8m0 scale and the rounding: a single row whose blocks all reach the
+// floor quantizes as quantize_fp8_blockwise quantizes it (its 128 x 128 blocks are 1 x 128 there).
+TEST(QuantTest, QuantizeFp8ActivationsAgreesWithTheWeightQuantizer) {
+  at::manual_seed(13);
+  const at::Tensor x = (at::randn({1, 1000}) * 37).to(at::kBFloat16);
+  const auto [codes, scales] = quantize_fp8_activations(x);
+  const auto [w_codes, w_scale] = quantize_fp8_blockwise(x);
+  EXPECT_TRUE(at::equal(codes, w_codes));
+  EXPECT_TRUE(at::equal(scales, e8m0_table(at::kCPU).index_select(0, w_scale.reshape({-1}).to(at::kLong)).view(scales.sizes())));
+}
+
+// The CUDA kernel (model/cuda/act_quant.cu) computes the scale as the official kernel does,
+// 2^ceil(log2(amax * float32(1/448))) from the float32's bits; the reference as the smallest e
+// with 448 2^e >= amax. Every positive finite bfloat16 amax gives the same scale both ways.
+TEST(QuantTest, QuantizeFp8ActivationsScaleIsTheOfficialBitFormula) {
+  std::vector<float> values;
+  for (uint32_t bits = 1; bits < 0x7F80; ++bits) {
+    const uint32_t word = bits << 16;
+    float v;
+    std::memcpy(&v, &word, sizeof(v));
+    values.push_back(v);
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  const auto [codes, scales] = quantize_fp8_activations(floats(values, {n, 1}).to(at::kBFloat16));
+  const at::Tensor got = scales.reshape({-1});
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float amax = std::max(values[static_cast<size_t>(i)], kFp8ActAmaxFloor) * (1.0f / 448.0f);
+    uint32_t word;
+    std::memcpy(&word, &amax, sizeof(word));
+    const int e = static_cast<int>((word >> 23) & 0xFF) - 127 + ((word & 0x7FFFFF) != 0 ? 1 : 0);
+    if (got[i].item<float>() != std::ldexp(1.0f, e)) ++differ;
+  }
+  EXPECT_EQ(differ, 0) << "of " << n << " bfloat16 values";
 }
 
 }  // namespace
