@@ -38,3 +38,12 @@ bool moe_fp4_supported(at::Device, int64_t, int64_t, int64_t) { return false; }
 at::Tensor moe_fp4(const MoeFp4&) { absent("cuda::moe_fp4"); }
 
 }  // namespace deepinfer::model::cuda
+
+// Batch-invariant dense linears.
+namespace deepinfer::model::cuda {
+
+bool invariant_linear_supported(const at::Tensor&, const at::Tensor&) { return false; }
+at::Tensor invariant_linear(const at::Tensor&, const at::Tensor&, at::ScalarType) { absent("cuda::invariant_linear"); }
+std::string invariant_linear_plan(int64_t, const at::Tensor&) { absent("cuda::invariant_linear_plan"); }
+
+}  // namespace deepinfer::model::cuda
