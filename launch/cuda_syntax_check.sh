@@ -11,8 +11,9 @@ inc=$root/.deps/torch-cuda/include
 [ -d "$inc" ] || { echo "no $inc: run tests/gpu/torch_headers.sh on the GPU machine and unpack its archive there"; exit 2; }
 files=("$@")
 if [ ${#files[@]} -eq 0 ]; then
-  files=(engine/cuda/kernels.cpp engine/cuda/kernel_busy.cpp model/cuda/kernels.cpp tests/engine/model_runner_cuda_test.cpp
-    tests/engine/sampler_cuda_sync_test.cpp tests/engine/kernel_busy_cuda_test.cpp)
+  files=(engine/cuda/kernels.cpp engine/cuda/kernel_busy.cpp model/cuda/kernels.cpp model/cuda/kernels_linear.cpp
+    tests/engine/model_runner_cuda_test.cpp tests/engine/sampler_cuda_sync_test.cpp tests/engine/kernel_busy_cuda_test.cpp
+    tests/model/dense_gemm_cuda_test.cpp)
 fi
 fail=0
 for f in "${files[@]}"; do

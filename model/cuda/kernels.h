@@ -1,8 +1,9 @@
 #pragma once
 // The model's CUDA kernels as ATen functions: the one seam between the model's device-neutral
 // code and the torch-free kernels beside this header (*.cu, raw pointers, cudaError_t).
-// kernels.cpp implements it in the CUDA build (DEEPINFER_CUDA=ON): shape and dtype checks, the
-// device guard and current stream, a cudaError_t turned into an exception naming the kernel.
+// kernels.cpp implements it in the CUDA build (DEEPINFER_CUDA=ON; the invariant linears in
+// kernels_linear.cpp): shape and dtype checks, the device guard and current stream, a
+// cudaError_t turned into an exception naming the kernel.
 // kernels_absent.cpp is the CPU build's: built() is false, the *_supported() checks are false
 // and the rest throw; a CPU LibTorch has no CUDA tensors, so the model never calls them there.
 // Callers choose by the tensor's device at run time; no #if outside model/cuda/.
@@ -10,6 +11,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 
 namespace deepinfer::model::cuda {
 
@@ -161,5 +163,22 @@ bool fp8_linear_supported(const at::Tensor& x, const at::Tensor& w_fp8, const at
 // 128-column block (fp8_gemm.h), rounded to bfloat16 once. No host sync. Throws naming the shape
 // where cuBLASLt has no algorithm for it.
 at::Tensor fp8_linear(const at::Tensor& x, const at::Tensor& w_fp8, const at::Tensor& w_scale);
+
+}  // namespace deepinfer::model::cuda
+
+// Batch-invariant dense linears (dense_gemm.h): y = x w^T with x [..., K] and w [N, K] on one
+// CUDA device -> [..., N] in out_dtype. Every output element is computed with the same
+// instructions in the same order whatever the rows around it, so a row's bits do not depend on
+// the batch. bfloat16 x and w (K a multiple of 32, sm_80 or later; tensor cores, float32 sums)
+// give bfloat16 or float32; float32 x and w (K a multiple of 4; CUDA cores) give float32.
+// w: unit inner stride, row stride a multiple of 8 (bfloat16) or 4 (float32) elements, 16-byte
+// aligned (any contiguous weight); x is copied to a contiguous tensor where its layout does not fit.
+namespace deepinfer::model::cuda {
+
+bool invariant_linear_supported(const at::Tensor& x, const at::Tensor& w);
+at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::ScalarType out_dtype);
+// The tile configuration the kernels pick for `rows` rows of x against w (for benchmarks; the
+// choice never changes a bit of the result).
+std::string invariant_linear_plan(int64_t rows, const at::Tensor& w);
 
 }  // namespace deepinfer::model::cuda

@@ -48,3 +48,12 @@ bool fp8_linear_supported(const at::Tensor&, const at::Tensor&, const at::Tensor
 at::Tensor fp8_linear(const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("cuda::fp8_linear"); }
 
 }  // namespace deepinfer::model::cuda
+
+// Batch-invariant dense linears.
+namespace deepinfer::model::cuda {
+
+bool invariant_linear_supported(const at::Tensor&, const at::Tensor&) { return false; }
+at::Tensor invariant_linear(const at::Tensor&, const at::Tensor&, at::ScalarType) { absent("cuda::invariant_linear"); }
+std::string invariant_linear_plan(int64_t, const at::Tensor&) { absent("cuda::invariant_linear_plan"); }
+
+}  // namespace deepinfer::model::cuda

@@ -11,6 +11,7 @@
 #   tests/gpu/run_gpu_checks.sh build_kernels kernel_tests moe_bench micro forward_kernels   # our kernels
 #   tests/gpu/run_gpu_checks.sh build_runner runner_cuda graphs bench_graphs   # sync-free steps, CUDA graphs
 #   tests/gpu/run_gpu_checks.sh kernel_busy                      # share of the tiny bench's wall with a kernel running
+#   tests/gpu/run_gpu_checks.sh gemm                             # the batch-invariant dense GEMMs: tests, bench
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -52,6 +53,13 @@ for s in "$@"; do
         stage $t ${DEEPINFER_KERNEL_TEST_LIMIT:-150} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/$t"
         grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$LOGS/$t.log" | head -20
       done ;;
+    gemm)
+      # The batch-invariant dense GEMMs (model/cuda/dense_gemm.h): their tests (float64 reference,
+      # bitwise batch invariance) and their microbenchmark beside at::linear.
+      stage build_gemm ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target dense_gemm_cuda_tests dense_gemm_bench"
+      stage dense_gemm_cuda_tests ${DEEPINFER_KERNEL_TEST_LIMIT:-300} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/dense_gemm_cuda_tests"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$LOGS/dense_gemm_cuda_tests.log" | head -20
+      stage dense_gemm_bench ${DEEPINFER_GEMM_BENCH_LIMIT:-300} "$build/bin/dense_gemm_bench --rows ${DEEPINFER_GEMM_ROWS:-1,64,256,4096,8192} --iters 30" ;;
     moe_bench)
       stage moe_bench ${DEEPINFER_MOE_BENCH_LIMIT:-150} "$build/bin/moe_bench --tokens ${DEEPINFER_MOE_TOKENS:-1,64,256,4096} --iters 30" ;;
     micro)
