@@ -9,6 +9,7 @@
 // values 32 u + 8 t .. + 7). A quarter warp's 16-byte fragment loads read two whole adjacent rows
 // of one unit: 128 contiguous bytes, no bank conflicts without a swizzle.
 #include "model/cuda/dense_gemm.h"
+#include "model/cuda/dense_gemm_internal.cuh"
 
 #include <algorithm>
 #include <atomic>
@@ -263,18 +264,6 @@ bool valid(const DenseGemmBf16Args& a) {
          a.ldw >= a.k && a.ldx % 8 == 0 && a.ldw % 8 == 0 && a.ldy >= a.n;
 }
 
-// The multiprocessor count of the current device, cached per device.
-cudaError_t current_sms(int& device, int& sms) {
-  constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices];
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  if (device >= 0 && device < kDevices && (sms = cache[device].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
-  error = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (error == cudaSuccess && device >= 0 && device < kDevices) cache[device].store(sms, std::memory_order_relaxed);
-  return error;
-}
-
 // Launches tile T with output Out; the kernel's shared-memory limit is raised once per device.
 template <class T, class Out>
 cudaError_t launch(Params p, int device, cudaStream_t stream) {
@@ -310,6 +299,18 @@ cudaError_t launch_plan(Plan plan, const Params& p, int device, cudaStream_t str
 
 }  // namespace
 
+// dense_gemm_internal.cuh: the current device and its multiprocessor count, cached per device.
+cudaError_t dense_gemm_device(int& device, int& sms) {
+  constexpr int kDevices = 64;
+  static std::atomic<int> cache[kDevices];
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  if (device >= 0 && device < kDevices && (sms = cache[device].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
+  error = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (error == cudaSuccess && device >= 0 && device < kDevices) cache[device].store(sms, std::memory_order_relaxed);
+  return error;
+}
+
 bool dense_gemm_bf16_shape_supported(int64_t n, int64_t k) {
   return n >= 1 && n <= kMaxRows && k >= kUnit && k % kUnit == 0 && k < (int64_t{1} << 31);
 }
@@ -320,7 +321,7 @@ cudaError_t dense_gemm_bf16(const DenseGemmBf16Args& a, cudaStream_t stream) {
   if (!valid(a)) return cudaErrorInvalidValue;
   if (a.m == 0) return cudaSuccess;
   int device = 0, sms = 0;
-  if (const cudaError_t error = current_sms(device, sms); error != cudaSuccess) return error;
+  if (const cudaError_t error = dense_gemm_device(device, sms); error != cudaSuccess) return error;
   const size_t out = a.out_float32 ? 4 : 2;
   Params p{a.x,
            a.w,

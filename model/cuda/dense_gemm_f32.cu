@@ -12,6 +12,7 @@
 #include <atomic>
 
 #include "model/cuda/dense_gemm.h"
+#include "model/cuda/dense_gemm_internal.cuh"
 
 namespace deepinfer::model::cuda {
 namespace {
@@ -185,18 +186,6 @@ bool valid_f32(const DenseGemmF32Args& a) {
          reinterpret_cast<uintptr_t>(a.y) % 4 == 0 && a.ldx >= a.k && a.ldw >= a.k && a.ldx % 4 == 0 && a.ldw % 4 == 0 && a.ldy >= a.n;
 }
 
-cudaError_t current_sm_count(int& sms) {
-  constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices];
-  int device = 0;
-  cudaError_t error = cudaGetDevice(&device);
-  if (error != cudaSuccess) return error;
-  if (device >= 0 && device < kDevices && (sms = cache[device].load(std::memory_order_relaxed)) > 0) return cudaSuccess;
-  error = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (error == cudaSuccess && device >= 0 && device < kDevices) cache[device].store(sms, std::memory_order_relaxed);
-  return error;
-}
-
 }  // namespace
 
 bool dense_gemm_f32_shape_supported(int64_t n, int64_t k) {
@@ -209,7 +198,8 @@ cudaError_t dense_gemm_f32(const DenseGemmF32Args& a, cudaStream_t stream) {
   if (!valid_f32(a)) return cudaErrorInvalidValue;
   if (a.m == 0) return cudaSuccess;
   int sms = 0;
-  if (const cudaError_t error = current_sm_count(sms); error != cudaSuccess) return error;
+  int device = 0;
+  if (const cudaError_t error = dense_gemm_device(device, sms); error != cudaSuccess) return error;
   const int64_t chunk = kSlab * ((a.k + 4095) / 4096);  // at most 256 chunks
   const F32Params p{
       a.x, a.w, a.y, a.ldx, a.ldw, a.ldy, static_cast<int>(a.m), static_cast<int>(a.n), static_cast<int>(a.k), static_cast<int>(chunk)};

@@ -24,13 +24,7 @@
 #include "model/quant.h"
 
 namespace deepinfer::model::cuda {
-namespace {
-
-using binding::aligned16;
-using binding::check;
-using binding::stream_of;
-
-}  // namespace
+using namespace binding;  // check, stream_of, aligned16
 
 bool built() { return true; }
 

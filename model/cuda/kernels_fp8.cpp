@@ -15,16 +15,9 @@
 #include "model/quant.h"
 
 namespace deepinfer::model::cuda {
-namespace {
 
-using binding::aligned16;
-using binding::check;
-using binding::stream_of;
+using namespace binding;  // check, stream_of, aligned16
 
-}  // namespace
-}  // namespace deepinfer::model::cuda
-
-namespace deepinfer::model::cuda {
 namespace {
 
 int64_t blocks_of(int64_t cols) { return (cols + kActQuantBlock - 1) / kActQuantBlock; }

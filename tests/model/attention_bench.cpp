@@ -14,16 +14,13 @@
 
 #include "engine/cuda/kernels.h"
 #include "model/attention_group.h"
+#include "tests/model/bench_util.h"
 #include "tests/model/paged_attention_fixture.h"
 
 namespace deepinfer::model::testing {
 namespace {
 
-std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return fallback;
-}
+using bench::option;
 
 // --layer indexer: cuda::index_scores over E = context / 4 paged index keys per decode query,
 // then cuda::index_topk (k 512) as the forward does, and at::topk beside it for comparison;

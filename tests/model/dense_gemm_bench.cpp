@@ -22,22 +22,14 @@
 
 #include "engine/cuda/kernels.h"
 #include "model/cuda/kernels.h"
+#include "tests/model/bench_util.h"
 
 namespace deepinfer::model::testing {
 namespace {
 
-std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return fallback;
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream list(text);
-  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
-  return items;
-}
+using bench::option;
+using bench::split;
+using bench::Timing;
 
 struct Shape {
   const char* name;
@@ -51,31 +43,9 @@ struct Set {
   at::Tensor x, w;
 };
 
-struct Timing {
-  double median_ms = 0, min_ms = 0, host_ms = 0;
-};
-
-// Warm-up over every set, then `iters` calls rotating through the sets behind a queue of large
-// matrix products, each timed by the events around it.
+// bench::time_calls over the sets.
 Timing time_path(const std::function<at::Tensor(const Set&)>& run, const std::vector<Set>& sets, int64_t iters, at::Device cuda) {
-  for (const Set& set : sets) run(set);
-  const at::Tensor busy = at::randn({8192, 8192}, at::TensorOptions().dtype(at::kBFloat16).device(cuda));
-  engine::cuda::EventTimeline timeline(cuda);
-  for (int r = 0; r < 12; ++r) at::mm(busy, busy);  // ~1.1 TFLOP each: the host gets well ahead
-  std::vector<int64_t> marks{timeline.record()};
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) {
-    run(sets[static_cast<size_t>(i) % sets.size()]);
-    marks.push_back(timeline.record());
-  }
-  Timing t;
-  t.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(iters);
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) ms.push_back(timeline.elapsed_ms(marks[i], marks[i + 1]));
-  std::sort(ms.begin(), ms.end());
-  t.median_ms = ms[ms.size() / 2];
-  t.min_ms = ms.front();
-  return t;
+  return bench::time_calls([&](size_t c) { run(sets[c]); }, sets.size(), iters, cuda);
 }
 
 void report(const char* name, const Timing& t, double bytes, double flops, double tbps, double tflops) {

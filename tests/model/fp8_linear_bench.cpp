@@ -24,45 +24,14 @@
 #include "engine/cuda/kernels.h"
 #include "model/cuda/kernels.h"
 #include "model/quant.h"
+#include "tests/model/bench_util.h"
 
 namespace deepinfer::model::testing {
 namespace {
 
-std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return fallback;
-}
-
-struct Timing {
-  double median_ms = 0;
-  double min_ms = 0;
-  double host_ms = 0;  // host time to issue one call
-};
-
-// Warm-up over every copy, then `iters` calls rotating through the copies, issued while the GPU
-// is still busy with a queue of large matrix products, so the calls run back to back on the
-// device and each is timed by the events around it.
-Timing time_calls(const std::function<void(size_t)>& run, size_t copies, int64_t iters, at::Device cuda) {
-  Timing t;
-  for (size_t c = 0; c < copies; ++c) run(c);
-  const at::Tensor busy = at::randn({8192, 8192}, at::TensorOptions().dtype(at::kBFloat16).device(cuda));
-  engine::cuda::EventTimeline timeline(cuda);
-  for (int r = 0; r < 12; ++r) at::mm(busy, busy);  // ~1.1 TFLOP each: the host gets well ahead
-  std::vector<int64_t> marks{timeline.record()};
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) {
-    run(static_cast<size_t>(i) % copies);
-    marks.push_back(timeline.record());
-  }
-  t.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(iters);
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) ms.push_back(timeline.elapsed_ms(marks[i], marks[i + 1]));
-  std::sort(ms.begin(), ms.end());
-  t.median_ms = ms[ms.size() / 2];
-  t.min_ms = ms.front();
-  return t;
-}
+using bench::option;
+using bench::time_calls;
+using bench::Timing;
 
 struct Peaks {
   double tbps, tflops, fp8_tflops;
@@ -151,9 +120,7 @@ int run(int argc, char** argv) {
   const int64_t iters = std::stoll(option(argc, argv, "iters", "30"));
   const Peaks peaks{std::stod(option(argc, argv, "hbm-tbps", "4.3")), std::stod(option(argc, argv, "tflops", "790")),
                     std::stod(option(argc, argv, "fp8-tflops", "1580"))};
-  std::vector<int64_t> row_counts;
-  std::stringstream list(option(argc, argv, "rows", "1,64,256,4096"));
-  for (std::string item; std::getline(list, item, ',');) row_counts.push_back(std::stoll(item));
+  const std::vector<int64_t> row_counts = bench::int_list(option(argc, argv, "rows", "1,64,256,4096"));
   const std::vector<Shape> shapes = {
       {"attn.wq_a (q_lora)", 1024, 4096},     {"attn.wq_b", 32768, 1024},       {"attn.wkv", 512, 4096}, {"attn.wo_b", 4096, 8192},
       {"shared_experts.w1 / w3", 2048, 4096}, {"shared_experts.w2", 4096, 2048}};

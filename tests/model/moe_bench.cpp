@@ -25,49 +25,27 @@
 #include "engine/cuda/kernels.h"
 #include "model/moe_grouped.h"
 #include "model/torch_compat.h"
+#include "tests/model/bench_util.h"
 #include "tests/model/fp4_experts_fixture.h"
 
 namespace deepinfer::model::testing {
 namespace {
 
-std::string option(int argc, char** argv, const std::string& name, const std::string& fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == "--" + name) return argv[i + 1];
-  return fallback;
-}
+using bench::option;
 
-struct Timing {
-  double median_ms = 0;
-  double min_ms = 0;
-  double host_ms = 0;      // host time to issue one call
+struct Timing : bench::Timing {
   int64_t peak_bytes = 0;  // above what was allocated before, over one call per set
 };
 
-// Warm-up over every set, then `iters` calls rotating through the sets, issued while the GPU is
-// still busy with a queue of large matrix products, so the calls run back to back on the device
-// (no launch gaps from the host) and each is timed by the events around it.
+// The allocator's peak over one call per set, then bench::time_calls over the sets.
 Timing time_path(const std::function<at::Tensor(const Routing&)>& run, const std::vector<Routing>& sets, int64_t iters, at::Device cuda) {
   Timing t;
-  // Warm-up, which also measures the peak: every set once.
+  // A first call per set measures the peak.
   engine::cuda::reset_peak_memory(cuda);
   const int64_t before = engine::cuda::device_memory(cuda).peak_allocated;
   for (const Routing& set : sets) run(set);
   t.peak_bytes = engine::cuda::device_memory(cuda).peak_allocated - before;
-  const at::Tensor busy = at::randn({8192, 8192}, at::TensorOptions().dtype(at::kBFloat16).device(cuda));
-  engine::cuda::EventTimeline timeline(cuda);
-  for (int r = 0; r < 12; ++r) at::mm(busy, busy);  // ~1.1 TFLOP each: the host gets well ahead
-  std::vector<int64_t> marks{timeline.record()};
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < iters; ++i) {
-    run(sets[static_cast<size_t>(i) % sets.size()]);
-    marks.push_back(timeline.record());
-  }
-  t.host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / static_cast<double>(iters);
-  std::vector<double> ms;
-  for (int64_t i = 0; i < iters; ++i) ms.push_back(timeline.elapsed_ms(marks[i], marks[i + 1]));
-  std::sort(ms.begin(), ms.end());
-  t.median_ms = ms[ms.size() / 2];
-  t.min_ms = ms.front();
+  static_cast<bench::Timing&>(t) = bench::time_calls([&](size_t c) { run(sets[c]); }, sets.size(), iters, cuda);
   return t;
 }
 
