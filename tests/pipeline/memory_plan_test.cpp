@@ -103,5 +103,26 @@ TEST(MemoryPlanTest, FullV4FlashNeedsTwoRanks) {
   std::printf("%s\n", describe(two).c_str());
 }
 
+// The CUDA graphs' pool (engine/decode_graphs.h): on CUDA, one rank and graphs on, the workspace
+// of a decode step of the largest bucket (max_num_seqs 16: the bucket of 16); none without graphs,
+// with several ranks, or on the CPU. The plan is arithmetic: no device is touched.
+TEST(MemoryPlanTest, TheGraphsPoolIsCountedWhereGraphsRun) {
+  const auto config = model::load_model_config(source_dir() + "/configs/models/tiny.json");
+  const ModelLayout layout{config, {}, model::expert_range_for_rank(config.n_routed_experts, 0, 1)};
+  const at::Device cuda(at::kCUDA, 0);
+  const MemoryPlan on = plan_memory(layout, engine_options(job(64), config, at::kBFloat16, cuda), 0, 1, 64 * kGiB);
+  EXPECT_GT(on.graph_pool, 0);
+  EXPECT_LT(on.graph_pool, on.activations) << "16 decode rows against a 512-token step";
+  EXPECT_EQ(on.needed(), on.weights() + on.expert_scratch + on.state() + on.activations + on.graph_pool + on.runtime_reserve);
+  EXPECT_NE(describe(on).find("CUDA graphs"), std::string::npos);
+  JobConfig off = job(64);
+  off.cuda_graphs = false;
+  EXPECT_EQ(plan_memory(layout, engine_options(off, config, at::kBFloat16, cuda), 0, 1, 64 * kGiB).graph_pool, 0);
+  EXPECT_EQ(plan_memory(layout, engine_options(job(64), config, at::kBFloat16, cuda), 0, 2, 64 * kGiB).graph_pool, 0);
+  const MemoryPlan cpu = plan_memory(layout, engine_options(job(64), config, at::kFloat, at::kCPU), 0, 1, 64 * kGiB);
+  EXPECT_EQ(cpu.graph_pool, 0);
+  EXPECT_EQ(describe(cpu).find("CUDA graphs"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace deepinfer::pipeline
