@@ -7,7 +7,8 @@
 // max(bytes / --hbm-tbps, FLOPs / --tflops), the H200's measured 4.3 TB/s and 790 TFLOP/s by
 // default. --breakdown times the parts of the timed job's decode steps (engine/part_timer.h).
 // --kernel-busy: the fraction of the timed job's wall time in which a kernel ran (CUPTI,
-// engine/cuda/kernel_busy.h), with the memcpys and memsets apart.
+// engine/cuda/kernel_busy.h), with the memcpys and memsets apart, and the kernels by name (the
+// top 25 printed, all in the JSON), CUDA graphs on or off.
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -245,6 +246,29 @@ void print_kernel_busy(const engine::cuda::KernelBusy& k) {
               long(k.memcpy.count), 100 * k.memset.fraction, long(k.memset.count), dropped.c_str());
 }
 
+// Kernel time summed per kernel (concurrent kernels add up), so the shares sum to 100%.
+double summed_kernel_s(const engine::cuda::KernelBusy& k) {
+  double total = 0;
+  for (const auto& t : k.top_kernels) total += t.total_s;
+  return total;
+}
+
+// The kernels of the most device time: share, total, count (per step of the timed job), mean.
+void print_top_kernels(const engine::cuda::KernelBusy& k, int64_t steps) {
+  constexpr size_t kShown = 25;
+  const double total = summed_kernel_s(k);
+  std::printf("top kernels: %zu of %zu names; %.3f ms of kernel time summed per kernel over %ld kernels, %ld steps\n",
+              std::min(kShown, k.top_kernels.size()), k.top_kernels.size(), 1e3 * total, long(k.kernels.count), long(steps));
+  std::printf("  %6s %10s %9s %8s %9s  %s\n", "share", "total ms", "count", "/step", "mean us", "name");
+  for (size_t i = 0; i < std::min(kShown, k.top_kernels.size()); ++i) {
+    const auto& t = k.top_kernels[i];
+    char per_step[32] = "-";
+    if (steps > 0) std::snprintf(per_step, sizeof(per_step), "%.1f", static_cast<double>(t.count) / static_cast<double>(steps));
+    std::printf("  %5.1f%% %10.3f %9ld %8s %9.2f  %s\n", 100 * t.total_s / std::max(total, 1e-12), 1e3 * t.total_s, long(t.count), per_step,
+                t.mean_us, t.name.c_str());
+  }
+}
+
 void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
   const double s = std::max(outcome.elapsed_s, 1e-9);
   const double total_tps = (outcome.prompt_tokens + outcome.output_tokens) / s;
@@ -260,8 +284,10 @@ void print_figures(const Bench& b, const pipeline::JobOutcome& outcome) {
               outcome.mean_tpot_ms, outcome.elapsed_s, long(outcome.steps), long(outcome.preemptions));
 }
 
-// Padded decode steps (CUDA) over the warm-up and timed jobs: how many replayed a graph.
+// Padded decode steps (CUDA) over the warm-up and timed jobs: how many replayed a graph; and the
+// arithmetic mode.
 void print_graphs(const Bench& b, const engine::DecodeGraphs::Stats& g) {
+  std::printf("Batch-invariant arithmetic: %s\n", b.config.batch_invariant ? "on (--batch-invariant)" : "off");
   if (!b.device.is_cuda()) return;
   std::printf("CUDA graphs: %s; padded decode steps: %ld replayed, %ld eager; %ld graphs captured (warm-up included)\n",
               b.config.cuda_graphs ? "on" : "off (--no-cuda-graphs)", long(g.replayed), long(g.eager), long(g.captured));
@@ -272,8 +298,24 @@ void write_activity(io::JsonWriter& w, const engine::cuda::DeviceActivity& a) {
   w.key("mean_gap_us").value(a.mean_gap_us).end_object();
 }
 
+// Every kernel name; "per_step" over the timed job's steps (null when none).
+void write_top_kernels(io::JsonWriter& w, const engine::cuda::KernelBusy& k, int64_t steps) {
+  const double total = summed_kernel_s(k);
+  w.key("top_kernels").begin_array();
+  for (const auto& t : k.top_kernels) {
+    w.begin_object().key("name").value(t.name).key("count").value(t.count).key("total_s").value(t.total_s);
+    w.key("mean_us").value(t.mean_us).key("share").value(total > 0 ? t.total_s / total : 0.0).key("per_step");
+    if (steps > 0)
+      w.value(static_cast<double>(t.count) / static_cast<double>(steps));
+    else
+      w.null();
+    w.end_object();
+  }
+  w.end_array();
+}
+
 // "kernel_busy": null without --kernel-busy.
-void write_kernel_busy(io::JsonWriter& w, const std::optional<engine::cuda::KernelBusy>& k) {
+void write_kernel_busy(io::JsonWriter& w, const std::optional<engine::cuda::KernelBusy>& k, int64_t steps) {
   w.key("kernel_busy");
   if (!k) {
     w.null();
@@ -286,7 +328,9 @@ void write_kernel_busy(io::JsonWriter& w, const std::optional<engine::cuda::Kern
   write_activity(w, k->memcpy);
   w.key("memset");
   write_activity(w, k->memset);
-  w.key("dropped_records").value(k->dropped_records).end_object();
+  w.key("dropped_records").value(k->dropped_records);
+  write_top_kernels(w, *k, steps);
+  w.end_object();
 }
 
 void write_json(const Bench& b, const BenchResult& result, const std::string& path) {
@@ -318,13 +362,14 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
   w.key("decode_host_process_ms").value(f.process_ms / n);
   w.key("decode_host_wait_ms").value(f.wait_ms / n);
   w.key("cuda_graphs").value(b.config.cuda_graphs).key("graph_replays").value(result.graphs.replayed);
+  w.key("batch_invariant").value(b.config.batch_invariant);
   w.key("breakdown").begin_array();
   for (const auto& row : result.parts) {
     w.begin_object().key("part").value(model::forward_part_name(row.part)).key("layer_type").value(row.layer_type);
     w.key("ms_per_step").value(row.ms / static_cast<double>(std::max<int64_t>(result.part_steps, 1))).end_object();
   }
   w.end_array();
-  write_kernel_busy(w, result.kernel_busy);
+  write_kernel_busy(w, result.kernel_busy, outcome.steps);
   w.end_object();
   io::write_file_atomically(path, w.str() + "\n");
 }
@@ -334,7 +379,7 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
 int bench_command(int argc, char** argv) {
   auto value_options = job_value_options();
   value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out", "hbm-tbps", "tflops"});
-  Args args(argc, argv, 2, value_options, {"no-overlap", "no-cuda-graphs", "breakdown", "kernel-busy"});
+  Args args(argc, argv, 2, value_options, {"no-overlap", "no-cuda-graphs", "batch-invariant", "breakdown", "kernel-busy"});
   const Bench bench = parse_bench(args);
   const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""));
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
@@ -342,7 +387,10 @@ int bench_command(int argc, char** argv) {
   print_decode(bench, result.decode);
   print_graphs(bench, result.graphs);
   if (bench.breakdown) print_breakdown(result);
-  if (result.kernel_busy) print_kernel_busy(*result.kernel_busy);
+  if (result.kernel_busy) {
+    print_kernel_busy(*result.kernel_busy);
+    print_top_kernels(*result.kernel_busy, result.outcome.steps);
+  }
   if (args.has("json")) write_json(bench, result, args.get("json"));
   return 0;
 }

@@ -108,7 +108,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   // Installed first: a signal during model loading must also leave a resumable directory.
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  Args args(argc, argv, 2, value_options, {"resume", "no-overlap", "no-cuda-graphs"});
+  Args args(argc, argv, 2, value_options, {"resume", "no-overlap", "no-cuda-graphs", "batch-invariant"});
   if (!args.positionals().empty()) throw std::invalid_argument("unexpected argument '" + args.positionals()[0] + "'");
   const auto config = job_config_from(args);
   const auto inputs = args.all("input");

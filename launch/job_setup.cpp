@@ -26,6 +26,7 @@ pipeline::JobConfig job_config_from(const Args& args) {
   if (args.has("deadline")) c.deadline_s = std::stod(args.get("deadline"));
   if (args.flag("no-overlap")) c.overlap = false;
   if (args.flag("no-cuda-graphs")) c.cuda_graphs = false;
+  if (args.flag("batch-invariant")) c.batch_invariant = true;
   c.validate();
   return c;
 }
@@ -101,6 +102,7 @@ std::string job_fingerprint(const pipeline::JobConfig& config, const std::string
   w.key("seed").value(config.seed).key("max_num_seqs").value(config.max_num_seqs);
   w.key("max_num_batched_tokens").value(config.max_num_batched_tokens).key("num_blocks").value(config.num_blocks);
   w.key("max_model_len").value(config.max_model_len).key("overlap").value(config.overlap).key("cuda_graphs").value(config.cuda_graphs);
+  w.key("batch_invariant").value(config.batch_invariant);
   w.key("device").value(device.is_cuda() ? "cuda" : "cpu").key("dtype").value(dtype == at::kBFloat16 ? "bfloat16" : "float32");
   w.key("world_size").value(world_size).key("sharding").value(pipeline::kShardingName);
   w.end_object();

@@ -16,6 +16,18 @@ const Arithmetic& Arithmetic::official() {
   return instance;
 }
 
+at::Tensor Arithmetic::linear(const at::Tensor& x, const at::Tensor& w) const { return at::linear(x, w); }
+
+at::Tensor Arithmetic::group_linear(const at::Tensor& x, const at::Tensor& w) const {
+  const int64_t T = x.size(0), G = x.size(1);
+  return at::bmm(x.transpose(0, 1), w.transpose(1, 2)).transpose(0, 1).reshape({T, G * w.size(1)});
+}
+
+at::Tensor Arithmetic::swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3,
+                                  double limit) const {
+  return linear(swiglu_hidden(linear(x, w1), linear(x, w3), limit), w2);
+}
+
 at::Tensor Arithmetic::rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const { return model::rms_norm(x, weight, eps); }
 
 at::ScalarType Arithmetic::rope_table_dtype(at::ScalarType) const { return at::kFloat; }
@@ -39,7 +51,7 @@ at::Tensor Arithmetic::routed_experts(const ModelWeights& weights, int64_t layer
                                       const at::Tensor& routing_weights, ExpertWorkspace* workspace) const {
   if (workspace != nullptr && workspace->usable(weights, layer, x))
     return workspace->routed_partial(weights, layer, x, experts, routing_weights);
-  return routed_experts_loop(weights, layer, x, experts, routing_weights);
+  return routed_experts_loop(*this, weights, layer, x, experts, routing_weights);
 }
 
 at::ScalarType Arithmetic::moe_sum_dtype(at::ScalarType) const { return at::kFloat; }

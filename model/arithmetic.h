@@ -8,7 +8,9 @@
 // float32 RoPE tables, mHC projection and residual update, router, MoE combine and compressor
 // pooling; one rounding per RMSNorm; attention tiled over queries with its softmax in float32.
 // model/reference/transformers_arithmetic.h overrides it to compute as transformers'
-// DeepseekV4ForCausalLM does (for the bit-for-bit comparison with it); nothing else does.
+// DeepseekV4ForCausalLM does (for the bit-for-bit comparison with it); batch_invariant() (the job
+// setting `batch_invariant`, model/batch_invariant.h) overrides it so that no row's bits depend
+// on the other rows of its batch.
 // The model holds one, chosen once (DeepseekV4Model::Options::arithmetic), and the layers call
 // through it without asking which it is.
 // Owns: nothing (stateless). Does not own: the layer wiring, caches or weights.
@@ -32,6 +34,18 @@ class Arithmetic {
  public:
   virtual ~Arithmetic() = default;
   static const Arithmetic& official();
+  // The official arithmetic with every batched operation computed per row in a fixed order
+  // (model/batch_invariant.h).
+  static const Arithmetic& batch_invariant();
+
+  // The forward's projections: x [..., K], w [N, K] -> x w^T [..., N] in x's dtype.
+  virtual at::Tensor linear(const at::Tensor& x, const at::Tensor& w) const;
+  // The attention's grouped output projection: x [T, G, K], w [G, N, K] -> [T, G N], group g's
+  // columns x[:, g] w[g]^T.
+  virtual at::Tensor group_linear(const at::Tensor& x, const at::Tensor& w) const;
+  // w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)) through linear() (ops.h
+  // swiglu_hidden between the projections); limit 0 = no clamp.
+  at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit) const;
 
   // RMSNorm over the last dim (ops.h rms_norm): x in the model dtype, weight undefined for none.
   virtual at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const;

@@ -54,12 +54,13 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
                   const ForwardHooks* hooks) {
   const ModelConfig& c = weights.config();
   const int64_t T = x.size(0);
+  const Arithmetic& arith = norm_rope.arith;
   Projected out;
-  const at::Tensor qr = norm_rope(at::linear(x, weights.layer(layer, "attn.wq_a.weight")), /*norm=*/true,
+  const at::Tensor qr = norm_rope(arith.linear(x, weights.layer(layer, "attn.wq_a.weight")), /*norm=*/true,
                                   weights.layer(layer, "attn.q_norm.weight"), nullptr);
-  const at::Tensor q_proj = at::linear(qr, weights.layer(layer, "attn.wq_b.weight"));
+  const at::Tensor q_proj = arith.linear(qr, weights.layer(layer, "attn.wq_b.weight"));
   out.q = norm_rope(q_proj.view({T, c.num_heads, c.head_dim}), /*norm=*/true, at::Tensor(), &angles);
-  const at::Tensor kv_proj = at::linear(x, weights.layer(layer, "attn.wkv.weight"));
+  const at::Tensor kv_proj = arith.linear(x, weights.layer(layer, "attn.wkv.weight"));
   const at::Tensor& kv_norm = weights.layer(layer, "attn.kv_norm.weight");
   if (observing(hooks)) {  // never fused: q_proj and the normed kv are the ATen path's
     const std::string prefix = layer_prefix(layer) + "attn.";
@@ -72,9 +73,9 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
     out.kv = norm_rope(kv_proj, /*norm=*/true, kv_norm, &angles);
   }
   if (c.layer_type(layer) == LayerType::kCsa) {
-    const at::Tensor iq = at::linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
+    const at::Tensor iq = arith.linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
     out.index_q = norm_rope(iq, /*norm=*/false, at::Tensor(), &angles);
-    out.index_w = at::linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat);
+    out.index_w = arith.linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat);
   }
   return out;
 }
@@ -198,13 +199,12 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
   const at::Tensor o = norm_rope(out, /*norm=*/false, at::Tensor(), &angles, /*inverse=*/true);
   const int64_t G = c.o_groups, group_in = H * d / G;
   const at::Tensor wo_a = weights.layer(layer, "attn.wo_a.weight").view({G, c.o_lora_rank, group_in});
-  const at::Tensor z =
-      at::bmm(o.reshape({T, G, group_in}).transpose(0, 1), wo_a.transpose(1, 2)).transpose(0, 1).reshape({T, G * c.o_lora_rank});
+  const at::Tensor z = arith.group_linear(o.reshape({T, G, group_in}), wo_a);  // [T, G o_lora_rank]
   if (observing(hooks)) {
     hooks->observe(prefix + "o", o.reshape({T, G, group_in}));
     hooks->observe(prefix + "z", z);
   }
-  return at::linear(z, weights.layer(layer, "attn.wo_b.weight"));
+  return arith.linear(z, weights.layer(layer, "attn.wo_b.weight"));
 }
 
 }  // namespace deepinfer::model

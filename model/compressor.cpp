@@ -54,11 +54,11 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
   const int64_t B = group.num_seqs, L = group.len, m = spec.ratio, c = spec.overlap, d = spec.dim;
   const auto i64 = group.start.options();
   // Projected rows of this run; scores carry the position bias of their slot in the window.
-  const at::Tensor kv_rows = at::linear(x, weights.get(spec.prefix + "wkv.weight")).to(at::kFloat);  // [B, L, c d']
-  const at::Tensor ape = weights.get(spec.prefix + "ape");                                           // [m, c d'] float32
+  const at::Tensor kv_rows = arith.linear(x, weights.get(spec.prefix + "wkv.weight")).to(at::kFloat);  // [B, L, c d']
+  const at::Tensor ape = weights.get(spec.prefix + "ape");                                             // [m, c d'] float32
   if (arith.compresses_in_place(paged, tail.kv) && !observing(hooks)) {  // one pass on the device (the tap needs the ATen path)
     cuda::compress({.kv_rows = kv_rows,
-                    .score_rows = at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat),
+                    .score_rows = arith.linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat),
                     .ape = ape,
                     .norm_weight = weights.get(spec.prefix + "norm.weight"),
                     .inv_freq = rope.inv_freq(),
@@ -73,7 +73,7 @@ void compress_group(const ModelWeights& weights, const CompressorSpec& spec, con
                     .eps = weights.config().rms_norm_eps});
     return;
   }
-  const at::Tensor score_rows = at::linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) +
+  const at::Tensor score_rows = arith.linear(x, weights.get(spec.prefix + "wgate.weight")).to(at::kFloat) +
                                 ape.index_select(0, at::remainder(group.positions, m).reshape(-1)).view({B, L, c * d});
   RowSource source{at::cat({tail.kv.index_select(0, group.slots), kv_rows}, 1),
                    at::cat({tail.score.index_select(0, group.slots), score_rows}, 1), m, c, L};

@@ -90,7 +90,7 @@ at::Tensor DeepseekV4Model::forward_hidden(const ForwardBatch& batch, ModelCache
 
 at::Tensor DeepseekV4Model::head(const at::Tensor& hidden) const {
   if (options_.clock != nullptr) options_.clock->enter(ForwardPart::kHead, -1);
-  return at::linear(hidden, weights_.get("head.weight")).to(at::kFloat);
+  return options_.arithmetic->linear(hidden, weights_.get("head.weight")).to(at::kFloat);
 }
 
 at::Tensor DeepseekV4Model::forward(const ForwardBatch& batch, ModelCache& cache) const { return head(forward_hidden(batch, cache)); }

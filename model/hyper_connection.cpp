@@ -22,7 +22,7 @@ HcSite hc_site(const at::Tensor& streams, const at::Tensor& fn, const at::Tensor
                const at::Tensor& norm_weight, const ModelConfig& config, const Arithmetic& arith, const ForwardHooks* hooks,
                int64_t layer) {
   if (arith.mixes_in_place(streams)) {
-    const at::Tensor raw = at::linear(streams.flatten(1).to(at::kFloat), fn);  // [T, (2+n) n], scaled by 1/rms in the kernel
+    const at::Tensor raw = arith.linear(streams.flatten(1).to(at::kFloat), fn);  // [T, (2+n) n], scaled by 1/rms in the kernel
     cuda::HcPreOut out = cuda::hc_pre({.streams = streams,
                                        .raw = raw,
                                        .scale = scale,

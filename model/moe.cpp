@@ -36,13 +36,14 @@ void for_each_owned_expert(const ModelWeights& weights, const at::Tensor& expert
   }
 }
 
-at::Tensor routed_experts_loop(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                               const at::Tensor& routing_weights) {
+at::Tensor routed_experts_loop(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                               const at::Tensor& experts, const at::Tensor& routing_weights) {
   const ModelConfig& config = weights.config();
   at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
   for_each_owned_expert(weights, experts, [&](int64_t e, const at::Tensor& tokens, const at::Tensor& pairs) {
-    const at::Tensor y = swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
-                                    weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
+    const at::Tensor y =
+        arith.swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
+                         weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
     const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
     out.index_add_(0, tokens, y.to(at::kFloat) * w);
   });
@@ -53,7 +54,7 @@ Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tenso
                      const Arithmetic& arith) {
   const ModelConfig& config = weights.config();
   const at::ScalarType dt = arith.router_dtype(x.scalar_type());
-  const at::Tensor logits = at::linear(x.to(dt), weights.layer(layer, "ffn.gate.weight").to(dt));  // [T, E]
+  const at::Tensor logits = arith.linear(x.to(dt), weights.layer(layer, "ffn.gate.weight").to(dt));  // [T, E]
   const at::Tensor scores = expert_scores(logits, config.scoring_func);
   Routing routing;
   if (config.is_hash_layer(layer)) {
@@ -86,8 +87,8 @@ at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Ten
   if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {
     const at::Tensor shared =
-        swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
-                   weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
+        arith.swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
+                         weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
     if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.shared", shared);
     out = out + shared.to(out.scalar_type());
   }

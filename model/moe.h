@@ -35,9 +35,9 @@ void for_each_owned_expert(const ModelWeights& weights, const at::Tensor& expert
 
 // The per-expert loop over this rank's experts (the CPU path and the grouped path's reference):
 // x [N, D], experts [N, k], routing_weights [N, k] float32 -> [N, D] float32, each expert's
-// weighted output added in float32, experts in ascending order.
-at::Tensor routed_experts_loop(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                               const at::Tensor& routing_weights);
+// weighted output added in float32, experts in ascending order; the experts' MLPs through `arith`.
+at::Tensor routed_experts_loop(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                               const at::Tensor& experts, const at::Tensor& routing_weights);
 
 // Routed experts of this rank (Arithmetic::routed_experts; with a workspace whose usable() holds,
 // the official arithmetic takes the grouped path, moe_grouped.h) + exchange + shared expert ->

@@ -50,6 +50,10 @@ bool ExpertWorkspace::usable(const ModelWeights& weights, int64_t layer, const a
   return compat::kHasGroupedMm && w1.scalar_type() == at::kBFloat16 && stacked_bytes(c, weights.experts().size()) <= kMaxStackedBytes;
 }
 
+bool ExpertWorkspace::runs_fp4_kernels(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const {
+  return usable(weights, layer, x) && packed(weights, layer) && fp4_kernels(weights.config(), weights.experts().size(), x.device());
+}
+
 int64_t ExpertWorkspace::scratch_bytes(const ModelConfig& config, bool fp4, int64_t experts_held, at::ScalarType dtype, at::Device device) {
   if (!cuda::built() || !device.is_cuda() || dtype != at::kBFloat16 || !grouped_shape(config, experts_held)) return 0;
   if (fp4 && fp4_kernels(config, experts_held, device)) return 0;
@@ -156,14 +160,9 @@ at::Tensor ExpertWorkspace::grouped(const ModelWeights& weights, int64_t layer, 
     w2 = s.w2;
   }
 
-  // The same math as swiglu_mlp (ops.h), over all experts at once.
+  // The same math as Arithmetic::swiglu_mlp, over all experts at once.
   const at::Tensor h = compat::grouped_mm(xs, w13.transpose(1, 2), offs);  // [P, 2I]
-  at::Tensor gate = h.narrow(1, 0, I), up = h.narrow(1, I, I);
-  if (c.swiglu_limit > 0) {
-    gate = gate.clamp_max(c.swiglu_limit);
-    up = up.clamp(-c.swiglu_limit, c.swiglu_limit);
-  }
-  const at::Tensor act = (at::silu(gate) * up).contiguous();
+  const at::Tensor act = swiglu_hidden(h.narrow(1, 0, I), h.narrow(1, I, I), c.swiglu_limit).contiguous();
   const at::Tensor y = compat::grouped_mm(act, w2.transpose(1, 2), offs);  // [P, D]; rows of other ranks' pairs unwritten
   const at::Tensor w = routing_weights.reshape(-1).index_select(0, order).unsqueeze(1);
   const at::Tensor valid = is_owned.index_select(0, order).unsqueeze(1);

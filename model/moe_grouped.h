@@ -33,6 +33,9 @@ class ExpertWorkspace {
   // shapes, or LibTorch >= 2.8 for the dequantizing path) or dense bfloat16 ones within
   // kMaxStackedBytes (LibTorch >= 2.8). (Without a workspace, moe_forward runs the loop.)
   bool usable(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
+  // Whether routed_partial() runs the FP4 kernels (usable(), packed FP4 experts whose shapes
+  // model/cuda/moe_fp4_gemm.h takes): their rows never depend on the other rows' count or order.
+  bool runs_fp4_kernels(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:
   // sum over the pairs whose expert this rank owns; the official arithmetic's path

@@ -82,13 +82,13 @@ at::Tensor RopeAngles::apply(const at::Tensor& x, bool inverse) const {
   return at::cat({x.narrow(-1, 0, dim - r), rotated}, -1);
 }
 
-at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit) {
-  return swiglu_down(at::linear(x, w1), at::linear(x, w3), w2, limit);
+at::Tensor swiglu_down(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& w2, double limit) {
+  return at::linear(swiglu_hidden(gate, up, limit), w2);
 }
 
-at::Tensor swiglu_down(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& w2, double limit) {
-  if (limit <= 0) return at::linear(at::silu(gate) * up, w2);
-  return at::linear(at::silu(gate.clamp_max(limit)) * up.clamp(-limit, limit), w2);
+at::Tensor swiglu_hidden(const at::Tensor& gate, const at::Tensor& up, double limit) {
+  if (limit <= 0) return at::silu(gate) * up;
+  return at::silu(gate.clamp_max(limit)) * up.clamp(-limit, limit);
 }
 
 }  // namespace deepinfer::model

@@ -63,10 +63,11 @@ class Rope final {
 // when `yarn` is given (no attention scaling).
 at::Tensor rope_inv_freq(int64_t rope_dim, double theta, const YarnScaling* yarn);
 
-// w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)); limit 0 = no clamp.
-// x [N, D], w1/w3 [I, D], w2 [D, I] -> [N, D] in x's dtype.
-at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit);
-// The same from the projections: gate = x w1^T, up = x w3^T [N, I] -> [N, D].
+// The clamped SwiGLU MLP w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)), limit 0 =
+// no clamp, from its projections: gate = x w1^T, up = x w3^T [N, I], w2 [D, I] -> [N, D]
+// (Arithmetic::swiglu_mlp computes the projections).
 at::Tensor swiglu_down(const at::Tensor& gate, const at::Tensor& up, const at::Tensor& w2, double limit);
+// What swiglu_down multiplies by w2: silu(min(gate, limit)) * clamp(up, -limit, limit) [N, I].
+at::Tensor swiglu_hidden(const at::Tensor& gate, const at::Tensor& up, double limit);
 
 }  // namespace deepinfer::model

@@ -19,7 +19,7 @@ EngineOptions engine_options(const JobConfig& job, const model::ModelConfig& mod
               .num_slots = num_slots,
               .dtype = dtype,
               .device = device,
-              .model = {},
+              .model = {.arithmetic = job.batch_invariant ? &model::Arithmetic::batch_invariant() : &model::Arithmetic::official()},
               .cuda_graphs = job.cuda_graphs,
               .max_blocks_per_seq = (o.scheduler.max_model_len + model::kBlockTokens - 1) / model::kBlockTokens,
               .debug_logits_path = {}};

@@ -50,10 +50,10 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
       std::string_view text;
       if (value.get(text)) fail(origin, key, "must be a string, got " + simdjson::minify(value));
       (key == "device" ? c.device : c.dtype) = std::string(text);
-    } else if (key == "overlap" || key == "cuda_graphs") {
+    } else if (key == "overlap" || key == "cuda_graphs" || key == "batch_invariant") {
       bool flag;
       if (value.get(flag)) fail(origin, key, "must be true or false, got " + simdjson::minify(value));
-      (key == "overlap" ? c.overlap : c.cuda_graphs) = flag;
+      (key == "overlap" ? c.overlap : key == "cuda_graphs" ? c.cuda_graphs : c.batch_invariant) = flag;
     } else if (key == "deadline_s" || key == "progress_interval_s" || key == "flush_interval_s") {
       double number;
       if (value.is_null()) continue;
@@ -67,7 +67,7 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
     } else {
       fail(origin, key,
            "is not a job setting (known: max_num_seqs, max_num_batched_tokens, num_blocks, max_model_len, seed, "
-           "device, dtype, overlap, cuda_graphs, deadline_s, progress_interval_s, flush_interval_s, description)");
+           "device, dtype, overlap, cuda_graphs, batch_invariant, deadline_s, progress_interval_s, flush_interval_s, description)");
     }
   }
   c.validate();

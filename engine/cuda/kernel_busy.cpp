@@ -25,7 +25,8 @@ constexpr CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 
 // What the buffer callbacks collect. `recording`: a meter's window is open (one at a time).
 struct Records {
   std::mutex mutex;
-  std::vector<ActivityInterval> kernels, memcpy, memset;
+  std::vector<KernelInterval> kernels;
+  std::vector<ActivityInterval> memcpy, memset;
   int64_t dropped = 0;
   bool recording = false;
   bool callbacks_registered = false;
@@ -59,6 +60,25 @@ void add(const CUpti_Activity* activity, std::vector<ActivityInterval>& to, int6
   to.push_back({record->start, record->end});
 }
 
+// A kernel record's interval with its name (the pointer, demangled at stop()), or a dropped one.
+void add_kernel(const CUpti_Activity* activity, std::vector<KernelInterval>& to, int64_t& dropped) {
+  const auto* record = reinterpret_cast<const CUpti_ActivityKernel10*>(activity);
+  if (record->start == 0 || record->end < record->start) {
+    ++dropped;
+    return;
+  }
+  to.push_back({.name = record->name, .interval = {record->start, record->end}});
+}
+
+// The intervals of `kernels`, which it frees.
+std::vector<ActivityInterval> intervals_of(std::vector<KernelInterval>& kernels) {
+  std::vector<ActivityInterval> intervals;
+  intervals.reserve(kernels.size());
+  for (const KernelInterval& k : kernels) intervals.push_back(k.interval);
+  std::vector<KernelInterval>().swap(kernels);
+  return intervals;
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = static_cast<uint8_t*>(std::aligned_alloc(kRecordAlignment, kBufferBytes));  // null: CUPTI drops, and counts
   *size = *buffer != nullptr ? kBufferBytes : 0;
@@ -74,7 +94,7 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
     while (cuptiActivityGetNextRecord(buffer, valid_size, &activity) == CUPTI_SUCCESS) {
       try {
         switch (activity->kind) {
-          case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: add<CUpti_ActivityKernel10>(activity, r.kernels, r.dropped); break;
+          case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: add_kernel(activity, r.kernels, r.dropped); break;
           case CUPTI_ACTIVITY_KIND_MEMCPY: add<CUpti_ActivityMemcpy6>(activity, r.memcpy, r.dropped); break;
           case CUPTI_ACTIVITY_KIND_MEMSET: add<CUpti_ActivityMemset4>(activity, r.memset, r.dropped); break;
           default: break;
@@ -147,7 +167,8 @@ KernelBusy KernelBusyMeter::stop() {
   const CUptiResult flush = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   running_ = false;
   Records& r = records();
-  std::vector<ActivityInterval> kernels, memcpy, memset;
+  std::vector<KernelInterval> kernels;
+  std::vector<ActivityInterval> memcpy, memset;
   KernelBusy busy;
   {
     const std::lock_guard lock(r.mutex);
@@ -161,7 +182,8 @@ KernelBusy KernelBusyMeter::stop() {
   check(sync, "cudaDeviceSynchronize");
   check(flush, "cuptiActivityFlushAll");
   busy.wall_s = 1e-9 * static_cast<double>(to - from_);
-  busy.kernels = summarize_activity(std::move(kernels), from_, to);
+  busy.top_kernels = summarize_kernels(kernels, from_, to);
+  busy.kernels = summarize_activity(intervals_of(kernels), from_, to);
   busy.memcpy = summarize_activity(std::move(memcpy), from_, to);
   busy.memset = summarize_activity(std::move(memset), from_, to);
   return busy;

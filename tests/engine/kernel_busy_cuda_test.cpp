@@ -1,13 +1,15 @@
 // KernelBusyMeter with CUPTI (engine/cuda/kernel_busy.cpp) against kernels of known length and
 // host-side gaps (tests/engine/spin_kernel.h): 2 ms spins, each followed by 8 ms of host sleep,
 // are busy about a fifth of the wall with gaps of at least 8 ms; two spins side by side on two
-// streams count once; memcpys and memsets are counted apart from the kernels. Built only with
+// streams count once (and twice in the spin kernel's own time, top_kernels); memcpys and memsets
+// are counted apart from the kernels. Built only with
 // DEEPINFER_CUDA; label cuda; each test skips with a message when no GPU is visible.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "engine/check.h"
@@ -25,6 +27,13 @@ constexpr auto kSleep = std::chrono::milliseconds(8);
 bool has_gpu() {
   int devices = 0;
   return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+}
+
+// The spin kernel's entry in top_kernels, or null.
+const KernelTime* find_spin(const KernelBusy& busy) {
+  for (const KernelTime& k : busy.top_kernels)
+    if (k.name == "deepinfer::engine::kernel_busy_testing::(anon)::spin") return &k;
+  return nullptr;
 }
 
 // The first launch loads the module: done before a window opens, so that it is not measured.
@@ -56,6 +65,13 @@ TEST(KernelBusyMeterCuda, SpinsBetweenHostSleepsAreBusyTheirShareOfTheWall) {
   EXPECT_LT(busy.kernels.mean_gap_us, 20000);
   EXPECT_EQ(busy.memcpy.count, 0);
   EXPECT_EQ(busy.memset.count, 0);
+  EXPECT_EQ(busy.top_kernels.size(), 1u) << "only the spin kernel ran";
+  const KernelTime* spin = find_spin(busy);
+  ASSERT_NE(spin, nullptr) << "top_kernels names it " << (busy.top_kernels.empty() ? "(none)" : busy.top_kernels.front().name);
+  EXPECT_EQ(spin->count, kKernels);
+  EXPECT_DOUBLE_EQ(spin->total_s, busy.kernels.busy_s);  // one stream, no overlap
+  EXPECT_GE(spin->mean_us, 2000);
+  EXPECT_LT(spin->mean_us, 2500);
   std::printf("kernel busy: %.1f%% of %.3f s wall (%ld kernels, mean gap %.1f us)\n", 100 * busy.kernels.fraction, busy.wall_s,
               long(busy.kernels.count), busy.kernels.mean_gap_us);
 }
@@ -79,6 +95,10 @@ TEST(KernelBusyMeterCuda, ConcurrentKernelsCountOnce) {
   EXPECT_EQ(busy.kernels.count, 2 * kPairs);
   EXPECT_GE(busy.kernels.busy_s, kPairs * 2e-3);
   EXPECT_LT(busy.kernels.busy_s, kPairs * 3e-3) << "the two streams' spins should overlap (4 ms a pair, were they summed)";
+  const KernelTime* spin = find_spin(busy);
+  ASSERT_NE(spin, nullptr);
+  EXPECT_EQ(spin->count, 2 * kPairs);
+  EXPECT_GE(spin->total_s, 2 * kPairs * 2e-3) << "a kernel's own time adds up its concurrent instances";
   cudaStreamDestroy(a);
   cudaStreamDestroy(b);
 }

@@ -3,11 +3,12 @@
 #   tests/gpu/invariance_checks.sh BUILD_DIR WORK_DIR [PROMPTS] [JOB OPTIONS...]
 # For the tiny checkpoint and random:configs/models/v4-flash-slice.json, against one baseline run
 # (max_num_seqs 256, num_blocks 4096): a small pool that forces preemptions (num_blocks 400),
-# --max-num-seqs 64, a kill -9 after part of the results was written then --resume, and, where
+# --max-num-seqs 64, a kill -9 once a quarter of the records can be read back then --resume, and, where
 # two GPUs are visible, 2 ranks (mpirun, NCCL) instead of 1. Each line prints how many requests
 # have identical records (tokens, logprobs, finish reason) to the baseline's. Prompts: random
 # token ids, input 100:1024, output 100:600, ignore_eos, greedy and sampled alternating, every
-# seventh with logprobs. JOB OPTIONS (e.g. --no-cuda-graphs) go to every run.
+# seventh with logprobs. JOB OPTIONS (e.g. --batch-invariant, --no-cuda-graphs) go to every run.
+# INVARIANCE_MODELS (default "tiny slice") picks the models; each run's elapsed time is printed.
 # Exit 0 when it ran; it reports, it does not judge: the issue's gate is 256/256 on every line.
 set -u
 build=$(cd "$1" && pwd)
@@ -48,11 +49,13 @@ PY
 run() {  # run NAME MODEL [OPTIONS...]: a generate over the prompts
   local name=$1 model=$2; shift 2
   rm -rf "$work/$name"
+  local start=$SECONDS
   "$bin" generate --model "$model" --input "$work/prompts.jsonl" --output "$work/$name" --max-num-batched-tokens 8192 --seed 3 \
     "${extra[@]}" "$@" >"$work/$name.out" 2>"$work/$name.log" || { echo "FAIL: $name exited $?"; tail -5 "$work/$name.log"; }
+  echo "  ($name: $((SECONDS - start)) s)"
 }
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-for model in tiny slice; do
+for model in ${INVARIANCE_MODELS:-tiny slice}; do
   spec=$work/tiny_ckpt
   [ $model = slice ] && spec=random:$root/configs/models/v4-flash-slice.json
   run ${model}_base "$spec" --max-num-seqs 256 --num-blocks 4096
@@ -60,20 +63,22 @@ for model in tiny slice; do
   same "$work/${model}_base" "$work/${model}_pool" "$model, a pool of 400 blocks"
   run ${model}_seqs64 "$spec" --max-num-seqs 64 --num-blocks 4096
   same "$work/${model}_base" "$work/${model}_seqs64" "$model, --max-num-seqs 64"
-  # kill -9 once about half of the baseline's time has passed, then --resume.
-  half=$(python3 -c "import json; print(max(1.0, json.load(open('$work/${model}_base/summary.json'))['elapsed_s'] / 2))")
+  # kill -9 once a quarter of the requests' records can be read back, then --resume.
+  want=$((prompts / 4))
   rm -rf "$work/${model}_kill"
   "$bin" generate --model "$spec" --input "$work/prompts.jsonl" --output "$work/${model}_kill" --max-num-batched-tokens 8192 --seed 3 \
     --max-num-seqs 256 --num-blocks 4096 "${extra[@]}" >/dev/null 2>"$work/${model}_kill.log" &
   pid=$!
-  # Start-up (weights, random init) is not in elapsed_s: wait for the first results frame first.
-  for _ in $(seq 600); do ls "$work/${model}_kill"/results-*.jsonl.zst* >/dev/null 2>&1 && break; sleep 0.1; done
-  sleep "$half"
+  for _ in $(seq 3000); do
+    [ "$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)" -ge "$want" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.1
+  done
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   kept=$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)
   "$bin" generate --model "$spec" --input "$work/prompts.jsonl" --output "$work/${model}_kill" --max-num-batched-tokens 8192 --seed 3 \
     --max-num-seqs 256 --num-blocks 4096 "${extra[@]}" --resume >/dev/null 2>"$work/${model}_resume.log" || echo "FAIL: --resume exited $?"
-  same "$work/${model}_base" "$work/${model}_kill" "$model, kill -9 after ${half}s ($kept records readable) and --resume"
+  same "$work/${model}_base" "$work/${model}_kill" "$model, kill -9 once $kept records were readable, then --resume"
   if [ "$gpus" -ge 2 ]; then
     rm -rf "$work/${model}_ranks2"
     mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PATH "$bin" generate --model "$spec" --input "$work/prompts.jsonl" \

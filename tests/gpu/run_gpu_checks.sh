@@ -12,6 +12,8 @@
 #   tests/gpu/run_gpu_checks.sh build_runner runner_cuda graphs bench_graphs   # sync-free steps, CUDA graphs
 #   tests/gpu/run_gpu_checks.sh kernel_busy                      # share of the tiny bench's wall with a kernel running
 #   tests/gpu/run_gpu_checks.sh gemm                             # the batch-invariant dense GEMMs: tests, bench
+#   tests/gpu/run_gpu_checks.sh fp8                              # the FP8 linears: tests, bench
+#   tests/gpu/run_gpu_checks.sh build_invariant invariance bench_invariant   # issue 20: the batch-invariant mode
 # A failing stage is reported and the next one still runs; the exit code is the number of
 # failed stages.
 set -uo pipefail
@@ -49,7 +51,7 @@ for s in "$@"; do
       # The kernels' tests and benchmarks, forward_bench, and the transformers comparison's targets.
       stage build_kernels ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target attention_cuda_tests moe_cuda_tests model_cuda_tests moe_bench attention_micro forward_bench ${DEEPINFER_BUILD_EXTRA:-}" ;;
     kernel_tests)
-      for t in attention_cuda_tests moe_cuda_tests model_cuda_tests; do
+      for t in ${DEEPINFER_KERNEL_TESTS:-attention_cuda_tests moe_cuda_tests model_cuda_tests}; do
         stage $t ${DEEPINFER_KERNEL_TEST_LIMIT:-150} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/$t"
         grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$LOGS/$t.log" | head -20
       done ;;
@@ -60,6 +62,27 @@ for s in "$@"; do
       stage dense_gemm_cuda_tests ${DEEPINFER_KERNEL_TEST_LIMIT:-300} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/dense_gemm_cuda_tests"
       grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$LOGS/dense_gemm_cuda_tests.log" | head -20
       stage dense_gemm_bench ${DEEPINFER_GEMM_BENCH_LIMIT:-300} "$build/bin/dense_gemm_bench --rows ${DEEPINFER_GEMM_ROWS:-1,64,256,4096,8192} --iters 30" ;;
+    fp8)
+      # The FP8 linears kept in FP8 (model/cuda/fp8_gemm.h, act_quant.h): their tests against the
+      # dequantise-then-GEMM reference, and their microbenchmark beside bfloat16 at::linear.
+      stage build_fp8 ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target fp8_linear_cuda_tests fp8_linear_bench"
+      stage fp8_linear_cuda_tests ${DEEPINFER_KERNEL_TEST_LIMIT:-300} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/fp8_linear_cuda_tests"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]" "$LOGS/fp8_linear_cuda_tests.log" | head -20
+      stage fp8_linear_bench ${DEEPINFER_FP8_BENCH_LIMIT:-300} "$build/bin/fp8_linear_bench --rows ${DEEPINFER_FP8_ROWS:-1,64,256,4096} --iters 30" ;;
+    build_invariant)
+      stage build_invariant ${DEEPINFER_BUILD_LIMIT:-420} "cmake -S . -B $build -DDEEPINFER_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build $build -j16 --target deepinfer batch_invariant_cuda_tests ${DEEPINFER_BUILD_EXTRA:-}" ;;
+    invariance)
+      # Issue 20: rows alone vs in batches and chunked prefill, bit for bit (batch_invariant_cuda_tests);
+      # then whole jobs against a baseline (tests/gpu/invariance_checks.sh, INVARIANCE_MODELS).
+      stage batch_invariant_cuda_tests ${DEEPINFER_KERNEL_TEST_LIMIT:-200} "DEEPINFER_SOURCE_DIR=\$PWD $build/tests/batch_invariant_cuda_tests"
+      grep -E "^\[  (PASSED|FAILED|SKIPPED) |^\[  FAILED  \]|^\[batch_invariant\]" "$LOGS/batch_invariant_cuda_tests.log" | head -20
+      stage invariance ${DEEPINFER_INVARIANCE_LIMIT:-420} "tests/gpu/invariance_checks.sh $build $LOGS/invariance ${DEEPINFER_INVARIANCE_PROMPTS:-256} ${DEEPINFER_INVARIANCE_ARGS:---batch-invariant}" ;;
+    bench_invariant)
+      # Issue 20: the mode's cost, side by side: the v4-flash-slice bench workload without and with --batch-invariant.
+      for m in official invariant; do
+        flag=$([ $m = invariant ] && echo --batch-invariant)
+        stage bench_slice_$m ${DEEPINFER_SLICE_LIMIT:-200} "$build/bin/deepinfer bench --model random:configs/models/v4-flash-slice.json --num-prompts ${DEEPINFER_SLICE_PROMPTS:-256} --input-len 100:1024 --output-len 100:1024 --max-num-seqs 256 --num-blocks 4096 --max-num-batched-tokens 8192 $flag --json $LOGS/bench_slice_$m.json"
+      done ;;
     moe_bench)
       stage moe_bench ${DEEPINFER_MOE_BENCH_LIMIT:-150} "$build/bin/moe_bench --tokens ${DEEPINFER_MOE_TOKENS:-1,64,256,4096} --iters 30" ;;
     micro)

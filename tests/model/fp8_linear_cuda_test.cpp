@@ -8,8 +8,10 @@
 //    and just above, ties between e4m3 codes, subnormal codes, -0); a row alone gives the bits it
 //    gives in a batch of 300;
 //  - fp8_linear against the float64 product of the dequantized operands: the weight through
-//    quant.h's dequant_fp8_blockwise, the activation quantized by quantize_fp8_activations and
-//    dequantized the same way; over the V4 linears' shapes (wq_a 1024 x 4096, wq_b 32768 x 1024,
+//    quant.h's dequant_fp8_blockwise, the activation as act_quant quantizes it (the bits the GEMM
+//    multiplies, pinned above to quantize_fp8_activations evaluated on the CPU; evaluated on CUDA
+//    tensors that ATen code is pinned to nothing, so it is no oracle: how many of its codes differ
+//    is printed); over the V4 linears' shapes (wq_a 1024 x 4096, wq_b 32768 x 1024,
 //    wkv 512 x 4096, wo_b 4096 x 8192, the shared expert's 2048 x 4096 and 4096 x 2048) and
 //    ragged ones (N and K not multiples of 128, ceil(K/128) not a multiple of 4), M from 1 to
 //    4096 ragged; weight and activation blocks of scales 2^-6..2^2 and 2^-3..2^3, so a scale
@@ -18,6 +20,9 @@
 //    each 128-column block's e4m3 products in a narrower accumulator before the float32
 //    promotion, DeepSeek-V3's report puts it at ~14 bits: 2^-11 of the absolute sum leaves
 //    room), ||out - ref|| / ||ref|| <= 4e-3, no NaN;
+//  - fp8_linear bit for bit on data that quantizes exactly, with scales up to 2^14 apart from row
+//    to row and 2^8 from N block to N block (a scale read from the wrong row, block or padding is
+//    off by whole powers of two);
 //  - leading dimensions, zero rows, repeatability, and the shapes it must refuse, with a message.
 #include <gtest/gtest.h>
 
@@ -132,12 +137,11 @@ Fp8Weight random_weight(int64_t n, int64_t k, at::Generator& gen, at::Device dev
   return w;
 }
 
-// x [M, K] bfloat16 quantized by the reference and dequantized: [M, K] float64.
-at::Tensor quantized_activations(const at::Tensor& x) {
-  const int64_t K = x.size(1);
-  const auto [codes, scales] = quantize_fp8_activations(x);
-  const at::Tensor values = e4m3_table(x.device()).index_select(0, codes.reshape({-1}).to(at::kLong)).view(codes.sizes());
-  return values.to(at::kDouble) * scales.to(at::kDouble).repeat_interleave(128, 1).narrow(1, 0, K);
+// act_quant's codes [M, K] and scales [M, ceil(K/128)] dequantized: [M, K] float64.
+at::Tensor dequantized(const cuda::Fp8Activations& q) {
+  const int64_t K = q.codes.size(1);
+  const at::Tensor values = e4m3_table(q.codes.device()).index_select(0, q.codes.reshape({-1}).to(at::kLong)).view(q.codes.sizes());
+  return values.to(at::kDouble) * q.scales.to(at::kDouble).repeat_interleave(128, 1).narrow(1, 0, K);
 }
 
 class Fp8LinearCuda : public ::testing::Test {
@@ -166,7 +170,10 @@ void check_shape(const Shape& shape, const std::vector<int64_t>& row_counts, at:
     const at::Tensor out = cuda::fp8_linear(x, w.codes, w.scale);
     ASSERT_EQ(out.sizes(), at::IntArrayRef({m, shape.n}));
     ASSERT_EQ(out.scalar_type(), at::kBFloat16);
-    const at::Tensor xq = quantized_activations(x);
+    // The GEMM's operand: fp8_linear quantizes x as act_quant does (ActQuantCuda pins those bits).
+    const cuda::Fp8Activations q = cuda::act_quant(x);
+    const at::Tensor xq = dequantized(q);
+    const int64_t cuda_reference_diffs = quantize_fp8_activations(x).first.ne(q.codes).sum().item<int64_t>();
     const at::Tensor ref = at::matmul(xq, w.dequantized.t());
     const at::Tensor bound = ref.abs() * std::ldexp(1.0, -7) + at::matmul(xq.abs(), w.dequantized.abs().t()) * std::ldexp(1.0, -11);
     const at::Tensor got = out.to(at::kDouble);
@@ -176,7 +183,9 @@ void check_shape(const Shape& shape, const std::vector<int64_t>& row_counts, at:
     const double worst = (err / bound.clamp_min(1e-300)).max().item<double>();
     const double relative = (got - ref).norm().item<double>() / ref.norm().item<double>();
     std::cout << "[fp8_linear] " << shape.name << ", M " << m << " x N " << shape.n << " x K " << shape.k << ": |out - ref| / |ref| "
-              << relative << ", worst error / bound " << worst << ", " << outside << " elements outside" << std::endl;
+              << relative << ", worst error / bound " << worst << ", " << outside
+              << " elements outside; quantize_fp8_activations on CUDA: " << cuda_reference_diffs << " codes differ from act_quant's"
+              << std::endl;
     EXPECT_FALSE(nan) << shape.name << " M " << m;
     EXPECT_EQ(outside, 0) << shape.name << " M " << m;
     EXPECT_LE(relative, 4e-3) << shape.name << " M " << m;
@@ -200,6 +209,40 @@ TEST_F(Fp8LinearCuda, MatchesTheDequantizedReferenceOnRaggedShapes) {
   const std::vector<Shape> shapes = {
       {"ragged", 200, 400}, {"ragged, 3 K blocks", 136, 272}, {"ragged, 9 K blocks", 1000, 1040}, {"smallest", 8, 16}};
   for (const Shape& shape : shapes) check_shape(shape, kRowCounts, gen, cuda_);
+}
+
+// x is 2^(r(m) + (m + b) % 2) on row m and K block b, w is 2^(t(n / 128) + (n / 128 + b) % 2): every
+// block quantizes exactly (codes 256, scales 2^(exponent - 8)), the block products and their
+// float32 sum are exact with at most 7 significant bits, so the output is the exact product bit
+// for bit. Scales differ up to 2^14 between rows (r), 2^8 between N blocks (t), 2 between K blocks.
+// M 6 and 5 (padding rows of scale 1), N 264 (a partial N block), K 272 (a partial K block, 3 K
+// blocks: the binding pads the weight's scale stride to 4) and K 1024 (scales used in place).
+TEST_F(Fp8LinearCuda, AppliesEveryBlocksOwnScaleExactly) {
+  const std::vector<int> row_exponent = {-6, 0, 5, -2, 3, 7};
+  const std::vector<int> n_block_exponent = {-4, 3, 0};
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const Case c : {Case{6, 264, 272}, Case{5, 384, 1024}}) {
+    std::vector<float> xv(c.m * c.k), wv(c.n * c.k);
+    for (int64_t r = 0; r < c.m; ++r)
+      for (int64_t k = 0; k < c.k; ++k) xv[r * c.k + k] = std::ldexp(1.0f, row_exponent[r] + static_cast<int>((r + k / 128) % 2));
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t k = 0; k < c.k; ++k)
+        wv[n * c.k + k] = std::ldexp(1.0f, n_block_exponent[n / 128] + static_cast<int>((n / 128 + k / 128) % 2));
+    const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
+    const at::Tensor x = at::from_blob(xv.data(), {c.m, c.k}, f32).to(cuda_).to(at::kBFloat16);
+    const at::Tensor w = at::from_blob(wv.data(), {c.n, c.k}, f32).to(cuda_);
+    const auto [codes, e8m0] = quantize_fp8_blockwise(w);
+    const at::Tensor scale = e8m0_table(cuda_).index_select(0, e8m0.reshape({-1}).to(at::kLong)).view(e8m0.sizes());
+    const at::Tensor out = cuda::fp8_linear(x, codes, scale);
+    const at::Tensor ref = at::matmul(x.to(at::kDouble), w.to(at::kDouble).t());  // exact, and exact in bfloat16
+    const int64_t differ = out.ne(ref.to(at::kBFloat16)).sum().item<int64_t>();
+    const double worst = ((out.to(at::kDouble) - ref).abs() / ref.abs()).max().item<double>();
+    std::cout << "[fp8_linear] exact scales, M " << c.m << " x N " << c.n << " x K " << c.k << ": " << differ
+              << " elements differ, worst relative error " << worst << std::endl;
+    EXPECT_EQ(differ, 0) << "M " << c.m << " N " << c.n << " K " << c.k;
+  }
 }
 
 TEST_F(Fp8LinearCuda, LeadingDimensionsZeroRowsAndRepeatability) {

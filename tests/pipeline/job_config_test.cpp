@@ -1,4 +1,5 @@
-// JobConfig::parse: the CUDA-graphs setting (issue 19) and the shape of its errors.
+// JobConfig::parse: the CUDA-graphs (issue 19) and batch-invariance (issue 20) settings and the
+// shape of their errors.
 #include "pipeline/job_config.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,21 @@ TEST(JobConfigTest, CudaGraphsAreOnUnlessTheJobTurnsThemOff) {
   EXPECT_TRUE(JobConfig::parse(R"({"overlap": false})", "job.json").cuda_graphs);
   EXPECT_FALSE(JobConfig::parse(R"({"cuda_graphs": false})", "job.json").cuda_graphs);
   EXPECT_TRUE(JobConfig::parse(R"({"cuda_graphs": true, "overlap": false})", "job.json").cuda_graphs);
+}
+
+TEST(JobConfigTest, BatchInvarianceIsOffUnlessTheJobTurnsItOn) {
+  EXPECT_FALSE(JobConfig{}.batch_invariant);
+  EXPECT_FALSE(JobConfig::parse(R"({"cuda_graphs": false})", "job.json").batch_invariant);
+  const JobConfig on = JobConfig::parse(R"({"batch_invariant": true})", "job.json");
+  EXPECT_TRUE(on.batch_invariant);
+  EXPECT_TRUE(on.cuda_graphs) << "one setting does not move another";
+  EXPECT_TRUE(on.overlap);
+  try {
+    JobConfig::parse(R"({"batch_invariant": 1})", "jobs/y.json");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'batch_invariant' must be true or false, got 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(JobConfigTest, ABadValueNamesTheFileTheKeyAndTheValue) {

@@ -1,0 +1,38 @@
+#pragma once
+// BatchInvariantArithmetic: the official arithmetic (arithmetic.h) with every operation that
+// batches rows computed so that a row's bits never depend on the rows beside it (the job setting
+// `batch_invariant`, issue 20). On CUDA:
+//   - linear(), group_linear(): the batch-invariant GEMMs (model/cuda/dense_gemm.h: one
+//     per-element instruction order whatever the row count; cuBLAS picks its kernel, split-K and
+//     tile order from the row count, so at::linear's bits follow the batch). A shape the kernels
+//     do not take throws rather than fall back.
+//   - rms_norm(), hc_projection(): the float32 sum of squares of a row as its product with a
+//     vector of ones through the same float32 GEMM (a fixed chunked order over the row), where
+//     ATen's mean picks how many threads share a row from the number of rows.
+//   - routed_experts(): the FP4 kernels where they run (their rows never depend on the other
+//     rows, issue 18); dense experts (the tiny test models) as every owned expert over every row
+//     through linear(), each weighted by its routing weight (0 where not picked) and added in
+//     ascending expert order: the per-expert loop's sum, without its host read, at E times the
+//     FLOPs (at::_grouped_mm picks its tiles from the total row count).
+// Everything else is the official arithmetic's, whose CUDA kernels are per row already
+// (attention, indexer, compressor, mHC, norm + RoPE, sampler). It keeps those fused kernels
+// although it overrides rms_norm(): its rms_norm rounds as the official one does (one rounding of
+// the float32 result), only the order of the sum of squares differs, as the kernels' own does.
+// On the CPU every method is the official one (the CPU's GEMMs are not claimed invariant).
+// Owns: nothing (stateless). Does not own: the kernels or the layer wiring.
+
+#include "model/arithmetic.h"
+
+namespace deepinfer::model {
+
+class BatchInvariantArithmetic final : public Arithmetic {
+ public:
+  at::Tensor linear(const at::Tensor& x, const at::Tensor& w) const override;
+  at::Tensor group_linear(const at::Tensor& x, const at::Tensor& w) const override;
+  at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const override;
+  at::Tensor hc_projection(const at::Tensor& streams, const at::Tensor& fn, double eps) const override;
+  at::Tensor routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                            const at::Tensor& routing_weights, ExpertWorkspace* workspace) const override;
+};
+
+}  // namespace deepinfer::model
