@@ -101,19 +101,22 @@ __global__ void __launch_bounds__(kThreads) entries_kernel(const CompressorArgs 
   }
 }
 
-// Block b: sequence b's new tail. Thread (j, channel) reads the sources of rows j (and m + j for
-// CSA) of the channel, then writes them: the only tail cells those sources can be are these
-// two (the open window starts at a multiple of m), so no thread reads a cell another writes.
+// Block (b, j): row j (and m + j for CSA) of sequence b's new tail. Each thread reads the sources
+// of its channels of those rows, then writes them: the only tail cells those sources can be are
+// these two, in the same channels (the open window starts at a multiple of m, so a source at
+// q < p is tail row q % m = j, or m + j), so no thread reads a cell another writes. One block per row: a sequence's tail (HCA: 128 rows of
+// 512 floats, twice) is spread over the device instead of one multiprocessor.
 __global__ void __launch_bounds__(kThreads) tail_kernel(const CompressorArgs a) {
-  const int64_t b = blockIdx.x, p = a.start[b], m = a.ratio, c = a.overlap, width = c * a.dim;
+  const int64_t b = blockIdx.x, j = blockIdx.y, p = a.start[b], m = a.ratio, c = a.overlap, width = c * a.dim;
   const int64_t open = ((p + a.len) / m) * m;
   float* tail_kv = a.tail_kv + a.slots[b] * c * m * width;
   float* tail_score = a.tail_score + a.slots[b] * c * m * width;
-  for (int64_t i = threadIdx.x; i < m * width; i += kThreads) {
-    const int64_t j = i / width, ch = i % width;
+  RowRef rows[2];
+  for (int part = 0; part < c; ++part) rows[part] = locate(a, b, open - (c - 1 - part) * m + j);  // CSA: part 0 the window before
+  for (int64_t ch = threadIdx.x; ch < width; ch += kThreads) {
     float kv[2], score[2];
-    for (int part = 0; part < c; ++part) {  // CSA: part 0 the window before the open one
-      const RowRef r = locate(a, b, open - (c - 1 - part) * m + j);
+    for (int part = 0; part < c; ++part) {
+      const RowRef& r = rows[part];
       kv[part] = r.kv != nullptr ? r.kv[ch] : 0.0f;
       score[part] = r.kv == nullptr ? -INFINITY : (r.ape != nullptr ? r.score[ch] + r.ape[ch] : r.score[ch]);
     }
@@ -139,7 +142,7 @@ cudaError_t compress(const CompressorArgs& a, cudaStream_t stream) {
   if (candidates > 65535) return cudaErrorInvalidValue;
   entries_kernel<<<dim3(static_cast<unsigned>(a.num_seqs), static_cast<unsigned>(candidates)), kThreads, 0, stream>>>(a);
   if (const cudaError_t error = cudaGetLastError(); error != cudaSuccess) return error;
-  tail_kernel<<<static_cast<unsigned>(a.num_seqs), kThreads, 0, stream>>>(a);
+  tail_kernel<<<dim3(static_cast<unsigned>(a.num_seqs), static_cast<unsigned>(a.ratio)), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -19,17 +19,36 @@ __device__ float block_sum(float v, float* scratch) {
 
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-// Divides every row (kRows) or column of p by its sum + eps (as sinkhorn.cu).
+// The threads that run a token's Sinkhorn, one per element of the N x N comb: warp 0 when the
+// comb fits in a warp (synchronized by __syncwarp), else the whole block (__syncthreads).
+template <int N>
+__device__ bool runs_sinkhorn() {
+  return N * N > 32 || threadIdx.x < 32;
+}
+template <int N>
+__device__ void sinkhorn_sync() {
+  if constexpr (N * N <= 32) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+}
+
+// Divides every row (kRows) or column of p by its sum + eps (as sinkhorn.cu): thread e < N N owns
+// element (e / N, e % N) and sums its row or column itself, in index order, as a serial loop would.
 template <int N, bool kRows>
-__device__ void normalize(float (&p)[N][N], float eps) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
+__device__ void normalize(float (&p)[N][N], int e, float eps) {
+  const int r = e / N, c = e % N;
+  float v = 0.0f;
+  if (e < N * N) {
     float s = 0.0f;
 #pragma unroll
-    for (int j = 0; j < N; ++j) s += kRows ? p[i][j] : p[j][i];
-#pragma unroll
-    for (int j = 0; j < N; ++j) (kRows ? p[i][j] : p[j][i]) /= s + eps;
+    for (int j = 0; j < N; ++j) s += kRows ? p[r][j] : p[j][c];
+    v = p[r][c] / (s + eps);
   }
+  sinkhorn_sync<N>();  // every sum read before any element changes
+  if (e < N * N) p[r][c] = v;
+  sinkhorn_sync<N>();
 }
 
 template <int N>
@@ -37,6 +56,7 @@ __global__ void __launch_bounds__(kThreads) hc_pre_kernel(const HcPreArgs a) {
   extern __shared__ float x_s[];  // [D]: the collapse, rounded to bfloat16
   __shared__ float scratch[kThreads / 32];
   __shared__ float pre_s[N];
+  __shared__ float p_s[N][N];  // the comb during Sinkhorn
   const int64_t t = blockIdx.x;
   const int D = a.dim;
   const __nv_bfloat162* streams = reinterpret_cast<const __nv_bfloat162*>(a.streams + t * N * D);
@@ -49,39 +69,34 @@ __global__ void __launch_bounds__(kThreads) hc_pre_kernel(const HcPreArgs a) {
   }
   const float inv_rms = rsqrtf(block_sum(squares, scratch) / static_cast<float>(N * D) + a.rms_eps);
 
-  if (threadIdx.x == 0) {
-    constexpr int kMix = (2 + N) * N;
-    const float* raw = a.raw + t * kMix;
-    float mix[kMix];
-#pragma unroll
-    for (int i = 0; i < kMix; ++i) mix[i] = __fmul_rn(raw[i], inv_rms);
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-      pre_s[j] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(mix[j], a.scale[0]), a.base[j])), a.hc_eps);
-      a.post[t * N + j] = 2.0f * sigmoid(__fadd_rn(__fmul_rn(mix[N + j], a.scale[1]), a.base[N + j]));
-    }
-    // Sinkhorn: softmax over each row + eps, then columns; (iters - 1) x (rows, columns).
-    float p[N][N];
-#pragma unroll
-    for (int r = 0; r < N; ++r) {
+  const float* raw = a.raw + t * (2 + N) * N;  // the mix before 1 / rms: pre [N], post [N], comb [N, N]
+  const auto mix = [&](int i) { return __fmul_rn(raw[i], inv_rms); };
+  const int e = threadIdx.x;
+  if (e < N) {
+    pre_s[e] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(mix(e), a.scale[0]), a.base[e])), a.hc_eps);
+    a.post[t * N + e] = 2.0f * sigmoid(__fadd_rn(__fmul_rn(mix(N + e), a.scale[1]), a.base[N + e]));
+  }
+  // Sinkhorn, thread e on element (r, c): softmax over each row + eps (each thread of a row
+  // computes the row's N exponentials itself, in order), then columns; (iters - 1) x (rows,
+  // columns). The bits of the serial loop: every sum in index order, every rounding the same.
+  if (runs_sinkhorn<N>()) {
+    if (e < N * N) {
+      const int r = e / N, c = e % N;
       float logit[N], m = -INFINITY;
 #pragma unroll
-      for (int c = 0; c < N; ++c)
-        m = fmaxf(m, logit[c] = __fadd_rn(__fmul_rn(mix[2 * N + r * N + c], a.scale[2]), a.base[2 * N + r * N + c]));
+      for (int j = 0; j < N; ++j)
+        m = fmaxf(m, logit[j] = __fadd_rn(__fmul_rn(mix(2 * N + r * N + j), a.scale[2]), a.base[2 * N + r * N + j]));
       float s = 0.0f;
 #pragma unroll
-      for (int c = 0; c < N; ++c) s += (p[r][c] = expf(logit[c] - m));
-#pragma unroll
-      for (int c = 0; c < N; ++c) p[r][c] = p[r][c] / s + a.hc_eps;
+      for (int j = 0; j < N; ++j) s += expf(logit[j] - m);
+      p_s[r][c] = expf(logit[c] - m) / s + a.hc_eps;
     }
+    sinkhorn_sync<N>();
     for (int it = 0; it < a.iters; ++it) {
-      if (it > 0) normalize<N, /*kRows=*/true>(p, a.hc_eps);
-      normalize<N, /*kRows=*/false>(p, a.hc_eps);
+      if (it > 0) normalize<N, /*kRows=*/true>(p_s, e, a.hc_eps);
+      normalize<N, /*kRows=*/false>(p_s, e, a.hc_eps);
     }
-#pragma unroll
-    for (int r = 0; r < N; ++r)
-#pragma unroll
-      for (int c = 0; c < N; ++c) a.comb[(t * N + r) * N + c] = p[r][c];
+    if (e < N * N) a.comb[t * N * N + e] = p_s[e / N][e % N];
   }
   __syncthreads();
 

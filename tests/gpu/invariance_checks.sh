@@ -63,22 +63,25 @@ for model in ${INVARIANCE_MODELS:-tiny slice}; do
   same "$work/${model}_base" "$work/${model}_pool" "$model, a pool of 400 blocks"
   run ${model}_seqs64 "$spec" --max-num-seqs 64 --num-blocks 4096
   same "$work/${model}_base" "$work/${model}_seqs64" "$model, --max-num-seqs 64"
-  # kill -9 once a quarter of the requests' records can be read back, then --resume.
-  want=$((prompts / 4))
+  # kill -9 once finished records are on disk (in the ordered results or, finished before an
+  # earlier request, in the waiting file that --resume reads back), then --resume.
   rm -rf "$work/${model}_kill"
   "$bin" generate --model "$spec" --input "$work/prompts.jsonl" --output "$work/${model}_kill" --max-num-batched-tokens 8192 --seed 3 \
     --max-num-seqs 256 --num-blocks 4096 "${extra[@]}" >/dev/null 2>"$work/${model}_kill.log" &
   pid=$!
   for _ in $(seq 3000); do
-    [ "$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)" -ge "$want" ] && break
+    [ -s "$(ls "$work/${model}_kill"/waiting-*.jsonl.zst 2>/dev/null | head -1)" ] && break
+    [ "$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)" -gt 0 ] && break
     kill -0 $pid 2>/dev/null || break
     sleep 0.1
   done
+  sleep 0.5
+  waiting=$(cat "$work/${model}_kill"/waiting-*.jsonl.zst 2>/dev/null | wc -c)
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   kept=$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)
   "$bin" generate --model "$spec" --input "$work/prompts.jsonl" --output "$work/${model}_kill" --max-num-batched-tokens 8192 --seed 3 \
     --max-num-seqs 256 --num-blocks 4096 "${extra[@]}" --resume >/dev/null 2>"$work/${model}_resume.log" || echo "FAIL: --resume exited $?"
-  same "$work/${model}_base" "$work/${model}_kill" "$model, kill -9 once $kept records were readable, then --resume"
+  same "$work/${model}_base" "$work/${model}_kill" "$model, kill -9 with $kept ordered records readable and a waiting file of $waiting bytes, then --resume"
   if [ "$gpus" -ge 2 ]; then
     rm -rf "$work/${model}_ranks2"
     mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x PATH "$bin" generate --model "$spec" --input "$work/prompts.jsonl" \
