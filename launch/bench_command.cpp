@@ -148,7 +148,7 @@ Bench parse_bench(const Args& args) {
 // outputs live in a temporary directory (the timed prompts are copied to `prompts_out` if set).
 BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
   const pipeline::MemoryPlan plan = check_memory_plan(b.model, b.config, b.device, b.dtype);
-  auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed);
+  auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed, 0, 1, b.config.keep_fp8_linears);
   const model::ModelConfig& model_config = source.weights->config();
   pipeline::EngineOptions engine = pipeline::engine_options(b.config, model_config, b.dtype, b.device);
   std::vector<model::LayerType> layer_types;
@@ -379,7 +379,8 @@ void write_json(const Bench& b, const BenchResult& result, const std::string& pa
 int bench_command(int argc, char** argv) {
   auto value_options = job_value_options();
   value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out", "hbm-tbps", "tflops"});
-  Args args(argc, argv, 2, value_options, {"no-overlap", "no-cuda-graphs", "batch-invariant", "breakdown", "kernel-busy"});
+  Args args(argc, argv, 2, value_options,
+            {"no-overlap", "no-cuda-graphs", "batch-invariant", "keep-fp8-linears", "breakdown", "kernel-busy"});
   const Bench bench = parse_bench(args);
   const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""));
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line

@@ -63,7 +63,7 @@ std::unique_ptr<Running> start_model(const std::string& spec, const pipeline::Jo
   } else {
     running->comm = std::make_unique<model::SingleRankCommunicator>();
   }
-  running->model = pipeline::load_model_source(spec, dtype, device, config.seed, mpi.rank(), mpi.world_size());
+  running->model = pipeline::load_model_source(spec, dtype, device, config.seed, mpi.rank(), mpi.world_size(), config.keep_fp8_linears);
   if (mpi.rank() == 0) {
     std::fprintf(stderr, "%s\n",
                  running->model.tokenizer ? ("tokenizer: " + std::to_string(running->model.tokenizer->vocab_size()) +
@@ -108,7 +108,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   // Installed first: a signal during model loading must also leave a resumable directory.
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
-  Args args(argc, argv, 2, value_options, {"resume", "no-overlap", "no-cuda-graphs", "batch-invariant"});
+  Args args(argc, argv, 2, value_options, {"resume", "no-overlap", "no-cuda-graphs", "batch-invariant", "keep-fp8-linears"});
   if (!args.positionals().empty()) throw std::invalid_argument("unexpected argument '" + args.positionals()[0] + "'");
   const auto config = job_config_from(args);
   const auto inputs = args.all("input");

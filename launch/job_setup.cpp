@@ -27,6 +27,7 @@ pipeline::JobConfig job_config_from(const Args& args) {
   if (args.flag("no-overlap")) c.overlap = false;
   if (args.flag("no-cuda-graphs")) c.cuda_graphs = false;
   if (args.flag("batch-invariant")) c.batch_invariant = true;
+  if (args.flag("keep-fp8-linears")) c.keep_fp8_linears = true;
   c.validate();
   return c;
 }
@@ -58,7 +59,7 @@ std::string hardware_description(at::Device device) {
 
 pipeline::MemoryPlan check_memory_plan(const std::string& spec, const pipeline::JobConfig& config, at::Device device, at::ScalarType dtype,
                                        int rank, int world_size) {
-  const pipeline::ModelLayout layout = pipeline::model_layout(spec, dtype, rank, world_size);
+  const pipeline::ModelLayout layout = pipeline::model_layout(spec, dtype, rank, world_size, config.keep_fp8_linears);
   const pipeline::EngineOptions engine = pipeline::engine_options(config, layout.config, dtype, device);
   const pipeline::MemoryPlan plan = pipeline::plan_memory(layout, engine, rank, world_size, pipeline::available_memory(device));
   if (!plan.fits()) {
@@ -102,7 +103,7 @@ std::string job_fingerprint(const pipeline::JobConfig& config, const std::string
   w.key("seed").value(config.seed).key("max_num_seqs").value(config.max_num_seqs);
   w.key("max_num_batched_tokens").value(config.max_num_batched_tokens).key("num_blocks").value(config.num_blocks);
   w.key("max_model_len").value(config.max_model_len).key("overlap").value(config.overlap).key("cuda_graphs").value(config.cuda_graphs);
-  w.key("batch_invariant").value(config.batch_invariant);
+  w.key("batch_invariant").value(config.batch_invariant).key("keep_fp8_linears").value(config.keep_fp8_linears);
   w.key("device").value(device.is_cuda() ? "cuda" : "cpu").key("dtype").value(dtype == at::kBFloat16 ? "bfloat16" : "float32");
   w.key("world_size").value(world_size).key("sharding").value(pipeline::kShardingName);
   w.end_object();

@@ -17,6 +17,7 @@ constexpr const char* kUsage =
     "           [--job configs/jobs/NAME.json] [--seed N] [--max-num-seqs N] [--max-num-batched-tokens N]\n"
     "           [--num-blocks N] [--max-model-len N] [--device auto|cpu|cuda] [--dtype auto|float32|bfloat16]\n"
     "           [--deadline SECONDS] [--resume] [--no-overlap] [--no-cuda-graphs] [--batch-invariant]\n"
+    "           [--keep-fp8-linears]\n"
     "                    run a batch job (exit 0 done, 130 stopped by a signal: rerun with --resume)\n"
     "  bench --model DIR|random:CONFIG --num-prompts N --input-len A:B --output-len A:B [--json FILE] [--prompts-out FILE]\n"
     "        [--breakdown] [--kernel-busy] [--hbm-tbps 4.3] [--tflops 790] [job options]\n"

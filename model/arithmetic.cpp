@@ -8,6 +8,8 @@
 #include "model/moe.h"
 #include "model/moe_grouped.h"
 #include "model/ops.h"
+#include "model/quant.h"
+#include "model/weights.h"
 
 namespace deepinfer::model {
 
@@ -18,9 +20,32 @@ const Arithmetic& Arithmetic::official() {
 
 at::Tensor Arithmetic::linear(const at::Tensor& x, const at::Tensor& w) const { return at::linear(x, w); }
 
+at::Tensor Arithmetic::linear_fp8(const at::Tensor& x, const at::Tensor& codes, const at::Tensor& scale) const {
+  if (cuda::fp8_linear_supported(x, codes, scale)) return cuda::fp8_linear(x, codes, scale);
+  return at::linear(x, dequant_fp8_scaled(codes, scale, x.scalar_type()));
+}
+
+at::Tensor Arithmetic::linear(const at::Tensor& x, const Linear& w) const {
+  return w.fp8() ? linear_fp8(x, w.weight, w.scale) : linear(x, w.weight);
+}
+
 at::Tensor Arithmetic::group_linear(const at::Tensor& x, const at::Tensor& w) const {
   const int64_t T = x.size(0), G = x.size(1);
   return at::bmm(x.transpose(0, 1), w.transpose(1, 2)).transpose(0, 1).reshape({T, G * w.size(1)});
+}
+
+at::Tensor Arithmetic::group_linear(const at::Tensor& x, const Linear& w) const {
+  const int64_t G = x.size(1), N = w.weight.size(0) / G, K = x.size(2);
+  if (!w.fp8()) return group_linear(x, w.weight.view({G, N, K}));
+  if (N % kFp8Block != 0) return group_linear(x, dequant_fp8_scaled(w.weight, w.scale, x.scalar_type()).view({G, N, K}));
+  std::vector<at::Tensor> groups;
+  for (int64_t g = 0; g < G; ++g)
+    groups.push_back(linear_fp8(x.select(1, g), w.weight.narrow(0, g * N, N), w.scale.narrow(0, g * N / kFp8Block, N / kFp8Block)));
+  return at::cat(groups, 1);
+}
+
+at::Tensor Arithmetic::swiglu_mlp(const at::Tensor& x, const Linear& w1, const Linear& w2, const Linear& w3, double limit) const {
+  return linear(swiglu_hidden(linear(x, w1), linear(x, w3), limit), w2);
 }
 
 at::Tensor Arithmetic::swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3,

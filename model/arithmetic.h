@@ -23,6 +23,7 @@ namespace deepinfer::model {
 
 class ExpertWorkspace;
 class ModelWeights;
+struct Linear;
 struct AttentionLayer;
 struct AttentionOptions;
 struct GroupKeys;
@@ -40,12 +41,23 @@ class Arithmetic {
 
   // The forward's projections: x [..., K], w [N, K] -> x w^T [..., N] in x's dtype.
   virtual at::Tensor linear(const at::Tensor& x, const at::Tensor& w) const;
+  // A projection with an FP8 weight kept as held (weights.h Linear: e4m3 codes [N, K] uint8,
+  // float32 block scales): official, cuda::fp8_linear where it runs (x quantized per 128 columns
+  // to e4m3, as DeepSeek's inference does, no bfloat16 copy of the weight), else x times the
+  // weight dequantized for the call.
+  virtual at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& codes, const at::Tensor& scale) const;
+  // linear() or linear_fp8(), as `w` is held.
+  at::Tensor linear(const at::Tensor& x, const Linear& w) const;
   // The attention's grouped output projection: x [T, G, K], w [G, N, K] -> [T, G N], group g's
   // columns x[:, g] w[g]^T.
   virtual at::Tensor group_linear(const at::Tensor& x, const at::Tensor& w) const;
+  // The same with w [G N, K] as held: kept FP8 group by group where N is a multiple of the
+  // 128-row scale blocks (else dequantized for the call).
+  at::Tensor group_linear(const at::Tensor& x, const Linear& w) const;
   // w2(silu(min(x w1^T, limit)) * clamp(x w3^T, -limit, limit)) through linear() (ops.h
   // swiglu_hidden between the projections); limit 0 = no clamp.
   at::Tensor swiglu_mlp(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2, const at::Tensor& w3, double limit) const;
+  at::Tensor swiglu_mlp(const at::Tensor& x, const Linear& w1, const Linear& w2, const Linear& w3, double limit) const;
 
   // RMSNorm over the last dim (ops.h rms_norm): x in the model dtype, weight undefined for none.
   virtual at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const;

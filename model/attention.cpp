@@ -56,11 +56,11 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
   const int64_t T = x.size(0);
   const Arithmetic& arith = norm_rope.arith;
   Projected out;
-  const at::Tensor qr = norm_rope(arith.linear(x, weights.layer(layer, "attn.wq_a.weight")), /*norm=*/true,
-                                  weights.layer(layer, "attn.q_norm.weight"), nullptr);
-  const at::Tensor q_proj = arith.linear(qr, weights.layer(layer, "attn.wq_b.weight"));
+  const at::Tensor qr =
+      norm_rope(arith.linear(x, weights.linear(layer, "attn.wq_a")), /*norm=*/true, weights.layer(layer, "attn.q_norm.weight"), nullptr);
+  const at::Tensor q_proj = arith.linear(qr, weights.linear(layer, "attn.wq_b"));
   out.q = norm_rope(q_proj.view({T, c.num_heads, c.head_dim}), /*norm=*/true, at::Tensor(), &angles);
-  const at::Tensor kv_proj = arith.linear(x, weights.layer(layer, "attn.wkv.weight"));
+  const at::Tensor kv_proj = arith.linear(x, weights.linear(layer, "attn.wkv"));
   const at::Tensor& kv_norm = weights.layer(layer, "attn.kv_norm.weight");
   if (observing(hooks)) {  // never fused: q_proj and the normed kv are the ATen path's
     const std::string prefix = layer_prefix(layer) + "attn.";
@@ -73,7 +73,7 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
     out.kv = norm_rope(kv_proj, /*norm=*/true, kv_norm, &angles);
   }
   if (c.layer_type(layer) == LayerType::kCsa) {
-    const at::Tensor iq = arith.linear(qr, weights.layer(layer, "attn.indexer.wq_b.weight")).view({T, c.index_n_heads, c.index_head_dim});
+    const at::Tensor iq = arith.linear(qr, weights.linear(layer, "attn.indexer.wq_b")).view({T, c.index_n_heads, c.index_head_dim});
     out.index_q = norm_rope(iq, /*norm=*/false, at::Tensor(), &angles);
     out.index_w = arith.linear(x, weights.layer(layer, "attn.indexer.weights_proj.weight")).to(at::kFloat);
   }
@@ -198,13 +198,12 @@ at::Tensor attention_forward(const ModelWeights& weights, int64_t layer, const a
   enter(hooks, ForwardPart::kAttnProjection, layer);
   const at::Tensor o = norm_rope(out, /*norm=*/false, at::Tensor(), &angles, /*inverse=*/true);
   const int64_t G = c.o_groups, group_in = H * d / G;
-  const at::Tensor wo_a = weights.layer(layer, "attn.wo_a.weight").view({G, c.o_lora_rank, group_in});
-  const at::Tensor z = arith.group_linear(o.reshape({T, G, group_in}), wo_a);  // [T, G o_lora_rank]
+  const at::Tensor z = arith.group_linear(o.reshape({T, G, group_in}), weights.linear(layer, "attn.wo_a"));  // [T, G o_lora_rank]
   if (observing(hooks)) {
     hooks->observe(prefix + "o", o.reshape({T, G, group_in}));
     hooks->observe(prefix + "z", z);
   }
-  return arith.linear(z, weights.layer(layer, "attn.wo_b.weight"));
+  return arith.linear(z, weights.linear(layer, "attn.wo_b"));
 }
 
 }  // namespace deepinfer::model

@@ -48,6 +48,13 @@ at::Tensor BatchInvariantArithmetic::linear(const at::Tensor& x, const at::Tenso
   return cuda::invariant_linear(x, w, x.scalar_type());
 }
 
+at::Tensor BatchInvariantArithmetic::linear_fp8(const at::Tensor& x, const at::Tensor& codes, const at::Tensor& scale) const {
+  TORCH_CHECK(!x.is_cuda(),
+              "batch_invariant: FP8 linears must be dequantized at load in this mode (the FP8 GEMM picks its algorithm "
+              "from the row count); the job never keeps them with batch_invariant on");
+  return Arithmetic::linear_fp8(x, codes, scale);
+}
+
 at::Tensor BatchInvariantArithmetic::group_linear(const at::Tensor& x, const at::Tensor& w) const {
   if (!x.is_cuda()) return Arithmetic::group_linear(x, w);
   std::vector<at::Tensor> groups;

@@ -29,6 +29,9 @@ class BatchInvariantArithmetic final : public Arithmetic {
  public:
   at::Tensor linear(const at::Tensor& x, const at::Tensor& w) const override;
   at::Tensor group_linear(const at::Tensor& x, const at::Tensor& w) const override;
+  // Throws on CUDA: the job dequantizes FP8 linears at load in this mode (cuBLASLt's FP8 GEMM
+  // picks its algorithm from the row count).
+  at::Tensor linear_fp8(const at::Tensor& x, const at::Tensor& codes, const at::Tensor& scale) const override;
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const override;
   at::Tensor hc_projection(const at::Tensor& streams, const at::Tensor& fn, double eps) const override;
   at::Tensor routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,

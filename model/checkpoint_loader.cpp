@@ -168,7 +168,10 @@ ModelWeights load_checkpoint(const io::Checkpoint& checkpoint, const ModelConfig
                               " is not followed by its scale");
         const at::Tensor codes = read_view(source.get(spec)).to(options.device);
         const at::Tensor scale = read_view(source.get(specs[i + 1])).to(options.device);
-        if (spec.kind == WeightKind::kFp8Weight) {
+        if (spec.kind == WeightKind::kFp8Weight && options.keep_fp8) {
+          weights.set(spec.name, codes);
+          weights.set(specs[i + 1].name, decode_e8m0(scale));
+        } else if (spec.kind == WeightKind::kFp8Weight) {
           weights.set(spec.name, dequant_fp8_blockwise(codes, scale, options.dtype));
         } else if (options.dequantize_fp4_experts) {
           weights.set(spec.name, dequant_fp4(codes, scale, options.dtype));

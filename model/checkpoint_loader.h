@@ -30,6 +30,7 @@ struct LoadOptions {
   at::Device device = at::kCPU;
   std::optional<ExpertRange> experts{};  // routed experts this rank holds; nullopt = all
   bool dequantize_fp4_experts = false;   // false keeps them packed for on-demand dequant
+  bool keep_fp8 = false;                 // FP8 linears as codes + float32 scales (weights.h), not dequantized
 };
 
 struct LoadReport {

@@ -87,8 +87,8 @@ at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Ten
   if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {
     const at::Tensor shared =
-        arith.swiglu_mlp(x, weights.layer(layer, "ffn.shared_experts.w1.weight"), weights.layer(layer, "ffn.shared_experts.w2.weight"),
-                         weights.layer(layer, "ffn.shared_experts.w3.weight"), config.swiglu_limit);
+        arith.swiglu_mlp(x, weights.linear(layer, "ffn.shared_experts.w1"), weights.linear(layer, "ffn.shared_experts.w2"),
+                         weights.linear(layer, "ffn.shared_experts.w3"), config.swiglu_limit);
     if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.shared", shared);
     out = out + shared.to(out.scalar_type());
   }

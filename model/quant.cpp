@@ -80,13 +80,18 @@ at::Tensor block_amax(const at::Tensor& x, int64_t br, int64_t bc) {
   return at::amax(padded.reshape(blocked), {nd - 3, nd - 1});
 }
 
+// 2^e for an integer-valued float64 e in [-1022, 1023], built from the bits of the double, so it
+// is exact on every device (at::pow(2.0, e) on CUDA is not: its codes then differed from the CPU's
+// and from act_quant's in about 1% of the places, fp8_linear_cuda_tests).
+at::Tensor exact_pow2(const at::Tensor& e) { return ((e.to(at::kLong) + 1023) * (int64_t{1} << 52)).view(at::kDouble); }
+
 // Smallest integer e with qmax * 2^e >= amax (0 for amax == 0), clamped to the e8m0 range.
 // amax is float64; the two corrections make the result exact where log2 rounds.
 at::Tensor pow2_ceil_exponent(const at::Tensor& amax, double qmax) {
   at::Tensor safe = at::where(amax == 0, at::full_like(amax, qmax), amax);
   at::Tensor e = at::ceil(at::log2(safe / qmax));
-  e = at::where(at::pow(2.0, e) * qmax < safe, e + 1, e);
-  e = at::where(at::pow(2.0, e - 1) * qmax >= safe, e - 1, e);
+  e = at::where(exact_pow2(e) * qmax < safe, e + 1, e);
+  e = at::where(exact_pow2(e - 1) * qmax >= safe, e - 1, e);
   return e.clamp(-127, 127);
 }
 
@@ -142,22 +147,30 @@ at::Tensor e8m0_table(at::Device device) {
 at::Tensor e2m1_table(at::Device device) { return table_tensor(kE2m1Values.data(), 16, device); }
 
 at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block) {
-  TORCH_CHECK(block > 0, "dequant_fp8_blockwise: block must be positive, got ", block);
-  TORCH_CHECK(weight.scalar_type() == at::kByte && scale.scalar_type() == at::kByte,
-              "dequant_fp8_blockwise: weight and scale must be uint8, got ", weight.scalar_type(), " and ", scale.scalar_type());
+  TORCH_CHECK(scale.scalar_type() == at::kByte, "dequant_fp8_blockwise: scale must be uint8 e8m0, got ", scale.scalar_type());
+  return dequant_fp8_scaled(weight, lookup(e8m0_table(scale.device()), scale), out_dtype, block);
+}
+
+at::Tensor decode_e8m0(const at::Tensor& scale) {
+  TORCH_CHECK(scale.scalar_type() == at::kByte, "decode_e8m0: scale must be uint8 e8m0, got ", scale.scalar_type());
+  return lookup(e8m0_table(scale.device()), scale).contiguous();
+}
+
+at::Tensor dequant_fp8_scaled(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block) {
+  TORCH_CHECK(block > 0, "dequant_fp8: block must be positive, got ", block);
+  TORCH_CHECK(weight.scalar_type() == at::kByte && scale.scalar_type() == at::kFloat,
+              "dequant_fp8: weight must be uint8 e4m3 and its decoded scale float32, got ", weight.scalar_type(), " and ",
+              scale.scalar_type());
   TORCH_CHECK(weight.dim() >= 2 && scale.dim() == weight.dim(),
-              "dequant_fp8_blockwise: weight [..., out, in] and scale [..., out/B, in/B] expected, got ", weight.sizes(), " and ",
-              scale.sizes());
+              "dequant_fp8: weight [..., out, in] and scale [..., out/B, in/B] expected, got ", weight.sizes(), " and ", scale.sizes());
   std::vector<int64_t> expected = lead_sizes(weight);
   expected.push_back(ceil_div(weight.size(-2), block));
   expected.push_back(ceil_div(weight.size(-1), block));
-  TORCH_CHECK(scale.sizes() == at::IntArrayRef(expected), "dequant_fp8_blockwise: weight ", weight.sizes(), " with block ", block,
-              " needs scale ", at::IntArrayRef(expected), ", got ", scale.sizes());
-  TORCH_CHECK(scale.device() == weight.device(), "dequant_fp8_blockwise: weight on ", weight.device(), " but scale on ", scale.device());
-  const at::Device device = weight.device();
-  at::Tensor values = lookup(e4m3_table(device), weight);
-  at::Tensor scales = lookup(e8m0_table(device), scale);
-  return apply_block_scale(values, scales, block, block, /*divide=*/false).to(out_dtype).contiguous();
+  TORCH_CHECK(scale.sizes() == at::IntArrayRef(expected), "dequant_fp8: weight ", weight.sizes(), " with block ", block, " needs scale ",
+              at::IntArrayRef(expected), ", got ", scale.sizes());
+  TORCH_CHECK(scale.device() == weight.device(), "dequant_fp8: weight on ", weight.device(), " but scale on ", scale.device());
+  const at::Tensor values = lookup(e4m3_table(weight.device()), weight);
+  return apply_block_scale(values, scale, block, block, /*divide=*/false).to(out_dtype).contiguous();
 }
 
 at::Tensor dequant_fp4(const at::Tensor& packed, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block) {
@@ -192,7 +205,7 @@ std::pair<at::Tensor, at::Tensor> quantize_fp8_blockwise(const at::Tensor& weigh
   check_finite(weight, "quantize_fp8_blockwise");
   const at::Tensor x = weight.to(at::kDouble);
   const at::Tensor exponent = pow2_ceil_exponent(block_amax(x, block, block), kFp8Max);
-  const at::Tensor scaled = apply_block_scale(x, at::pow(2.0, exponent), block, block, /*divide=*/true);
+  const at::Tensor scaled = apply_block_scale(x, exact_pow2(exponent), block, block, /*divide=*/true);
   return {encode_e4m3(scaled).contiguous(), (exponent + 127).to(at::kByte).contiguous()};
 }
 
@@ -208,11 +221,11 @@ std::pair<at::Tensor, at::Tensor> quantize_fp8_activations(const at::Tensor& x, 
   // As the official kernel: the float32 amax, at least the float32 1e-4.
   const at::Tensor amax = padded.abs().amax(-1).clamp_min(static_cast<double>(kFp8ActAmaxFloor));  // [rows, blocks]
   const at::Tensor exponent = pow2_ceil_exponent(amax.to(at::kDouble), kFp8Max);
-  const at::Tensor scaled = padded.to(at::kDouble) / at::pow(2.0, exponent).unsqueeze(-1);  // exact: a power of two
+  const at::Tensor scaled = padded.to(at::kDouble) / exact_pow2(exponent).unsqueeze(-1);  // exact: a power of two
   std::vector<int64_t> scale_sizes(x.sizes().begin(), x.sizes().end());
   scale_sizes.back() = blocks;
   const at::Tensor codes = encode_e4m3(scaled).view({count, blocks * block}).narrow(1, 0, cols).reshape(x.sizes()).contiguous();
-  return {codes, at::pow(2.0, exponent).to(at::kFloat).reshape(scale_sizes).contiguous()};
+  return {codes, exact_pow2(exponent).to(at::kFloat).reshape(scale_sizes).contiguous()};
 }
 
 std::pair<at::Tensor, at::Tensor> quantize_fp4(const at::Tensor& weight, int64_t block) {
@@ -224,7 +237,7 @@ std::pair<at::Tensor, at::Tensor> quantize_fp4(const at::Tensor& weight, int64_t
               weight.sizes());
   const at::Tensor x = weight.to(at::kDouble);
   const at::Tensor exponent = pow2_ceil_exponent(block_amax(x, 1, block), kFp4Max);
-  const at::Tensor scaled = apply_block_scale(x, at::pow(2.0, exponent), 1, block, /*divide=*/true);
+  const at::Tensor scaled = apply_block_scale(x, exact_pow2(exponent), 1, block, /*divide=*/true);
   static const std::vector<double> magnitudes = {0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0};
   at::Tensor code = encode_magnitude(scaled.abs(), magnitudes);
   code = at::where(at::signbit(scaled), code + 8, code);

@@ -35,6 +35,11 @@ at::Tensor e2m1_table(at::Device device);
 // weight [..., out, in] uint8 e4m3, scale [..., ceil(out/block), ceil(in/block)] uint8 e8m0
 // -> [..., out, in] out_dtype. Computed in fp32 (exact: a code times a power of two), then cast.
 at::Tensor dequant_fp8_blockwise(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block = kFp8Block);
+// The same with the scale already decoded: float32 [..., ceil(out/block), ceil(in/block)], the
+// form FP8 linears are held in (weights.h) and cuda::fp8_linear reads. The same bits.
+at::Tensor dequant_fp8_scaled(const at::Tensor& weight, const at::Tensor& scale, at::ScalarType out_dtype, int64_t block = kFp8Block);
+// e8m0 bytes -> their float32 values 2^(byte - 127), same shape.
+at::Tensor decode_e8m0(const at::Tensor& scale);
 
 // packed [..., out, in/2] uint8 (low nibble = even column), scale [..., out, ceil(in/block)] uint8 e8m0
 // -> [..., out, in] out_dtype with in = 2 * packed.size(-1).

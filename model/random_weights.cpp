@@ -80,7 +80,7 @@ at::Tensor random_tensor(const ModelConfig& config, const WeightSpec& spec, uint
 }
 
 ModelWeights random_weights(const ModelConfig& config, const WeightFormat& format, uint64_t seed, at::Device device,
-                            std::optional<ExpertRange> experts) {
+                            std::optional<ExpertRange> experts, bool keep_fp8) {
   TORCH_CHECK(format.dense_dtype == io::DType::kF32 || format.dense_dtype == io::DType::kBF16,
               "random_weights: dense dtype must be F32 or BF16, got ", std::string(io::dtype_name(format.dense_dtype)));
   const at::ScalarType dtype = format.dense_dtype == io::DType::kF32 ? at::kFloat : at::kBFloat16;
@@ -96,7 +96,12 @@ ModelWeights random_weights(const ModelConfig& config, const WeightFormat& forma
       case WeightKind::kDense: weights.set(spec.name, random_tensor(config, spec, seed, draw).to(dtype)); break;
       case WeightKind::kFp8Weight: {
         auto [codes, scale] = quantize_fp8_blockwise(random_tensor(config, spec, seed, draw));
-        weights.set(spec.name, dequant_fp8_blockwise(codes, scale, dtype));
+        if (keep_fp8) {
+          weights.set(spec.name, codes);
+          weights.set(scale_name(spec.name), decode_e8m0(scale));
+        } else {
+          weights.set(spec.name, dequant_fp8_blockwise(codes, scale, dtype));
+        }
         break;
       }
       case WeightKind::kFp4Weight: {

@@ -25,8 +25,9 @@
 namespace deepinfer::model {
 
 // Compute dtype = format.dense_dtype (F32 -> kFloat, BF16 -> kBFloat16).
+// keep_fp8: FP8 linears held as codes and float32 scales (weights.h), else dequantized.
 ModelWeights random_weights(const ModelConfig& config, const WeightFormat& format, uint64_t seed, at::Device device,
-                            std::optional<ExpertRange> experts = std::nullopt);
+                            std::optional<ExpertRange> experts = std::nullopt, bool keep_fp8 = false);
 
 // The float32 value of one spec's tensor in logical shape (before any quantization), as
 // random_weights draws it. Exposed for the checkpoint writer and tests.

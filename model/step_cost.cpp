@@ -33,8 +33,9 @@ DecodeCost::DecodeCost(const ModelWeights& weights, int world_size)
       continue;
     }
     dense_bytes_ += bytes;
-    // A linear: 2 FLOPs per weight per token; the head only for the sampled row.
-    const bool linear = t.dim() == 2 && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0 && t.scalar_type() != at::kByte;
+    // A linear (kept FP8 ones too: uint8 codes): 2 FLOPs per weight per token; the head only for
+    // the sampled row.
+    const bool linear = t.dim() == 2 && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
     if (name == "head.weight")
       head_flops_per_token_ = 2.0 * static_cast<double>(t.numel());
     else if (linear || (t.dim() == 2 && (starts_with(name, "hc_") || name.find(".hc_") != std::string::npos)))  // the mHC projections

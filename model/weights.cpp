@@ -11,6 +11,8 @@ std::string shape_string(at::IntArrayRef shape) {
   return out + "]";
 }
 
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
 void expect(const at::Tensor& tensor, const std::string& name, at::ScalarType dtype, const std::vector<int64_t>& shape) {
   TORCH_CHECK(tensor.scalar_type() == dtype, "weight ", name, ": expected dtype ", dtype, ", got ", tensor.scalar_type());
   TORCH_CHECK(tensor.sizes() == at::IntArrayRef(shape), "weight ", name, ": expected shape ", shape_string(shape), ", got ",
@@ -62,6 +64,13 @@ const at::Tensor& ModelWeights::layer(int64_t layer, std::string_view suffix) co
   return get(layer_prefix(layer) + std::string(suffix));
 }
 
+Linear ModelWeights::linear(int64_t layer, std::string_view name) const {
+  const std::string prefix = layer_prefix(layer) + std::string(name);
+  Linear out{get(prefix + ".weight"), {}};
+  if (out.weight.scalar_type() == at::kByte) out.scale = get(prefix + ".scale");
+  return out;
+}
+
 std::vector<std::string> ModelWeights::names() const {
   std::vector<std::string> out;
   out.reserve(tensors_.size());
@@ -83,31 +92,35 @@ at::Tensor ModelWeights::expert_matrix(int64_t layer, int64_t expert, std::strin
   return weight.scalar_type() == options_.dtype ? weight : weight.to(options_.dtype);
 }
 
+// A quantized spec held either dequantized (compute dtype, logical shape) or as its stored bytes
+// with a ".scale" of `scale_dtype` and `scale_shape`.
+void ModelWeights::expect_quantized(const WeightSpec& spec, at::ScalarType scale_dtype, const std::vector<int64_t>& scale_shape) const {
+  const at::Tensor& weight = get(spec.name);
+  if (weight.scalar_type() != at::kByte) return expect(weight, spec.name, options_.dtype, spec.logical_shape);
+  expect(weight, spec.name, at::kByte, spec.shape);
+  const std::string scale = scale_name(spec.name);
+  expect(get(scale), scale, scale_dtype, scale_shape);
+}
+
 void ModelWeights::check_complete(const WeightFormat& format) const {
   for (const WeightSpec& spec : weight_specs(options_.config, format, options_.experts)) {
     switch (spec.kind) {
-      case WeightKind::kDense:
-      case WeightKind::kFp8Weight: expect(get(spec.name), spec.name, options_.dtype, spec.logical_shape); break;
+      case WeightKind::kDense: expect(get(spec.name), spec.name, options_.dtype, spec.logical_shape); break;
+      case WeightKind::kFp8Weight:  // kept: float32 [ceil(out/128), ceil(in/128)] scales
+        expect_quantized(spec, at::kFloat, {ceil_div(spec.logical_shape[0], kFp8Block), ceil_div(spec.logical_shape[1], kFp8Block)});
+        break;
       case WeightKind::kFloat32: expect(get(spec.name), spec.name, at::kFloat, spec.logical_shape); break;
       case WeightKind::kInt64: expect(get(spec.name), spec.name, at::kLong, spec.logical_shape); break;
       case WeightKind::kFp8Scale:
       case WeightKind::kFp4Scale: break;  // checked with their weight
-      case WeightKind::kFp4Weight: {
-        const at::Tensor& weight = get(spec.name);
-        if (weight.scalar_type() != at::kByte) {
-          expect(weight, spec.name, options_.dtype, spec.logical_shape);
-        } else {
-          expect(weight, spec.name, at::kByte, spec.shape);
-          const std::string scale = scale_name(spec.name);
-          expect(get(scale), scale, at::kByte, {spec.logical_shape[0], (spec.logical_shape[1] + kFp4Block - 1) / kFp4Block});
-        }
+      case WeightKind::kFp4Weight:        // packed: e8m0 [out, ceil(in/32)] scales
+        expect_quantized(spec, at::kByte, {spec.logical_shape[0], ceil_div(spec.logical_shape[1], kFp4Block)});
         break;
-      }
     }
   }
 }
 
-int64_t ModelWeights::held_bytes(const std::vector<WeightSpec>& specs, at::ScalarType dtype) {
+int64_t ModelWeights::held_bytes(const std::vector<WeightSpec>& specs, at::ScalarType dtype, bool keep_fp8) {
   const auto numel = [](const std::vector<int64_t>& shape) {
     int64_t n = 1;
     for (const int64_t d : shape) n *= d;
@@ -117,11 +130,11 @@ int64_t ModelWeights::held_bytes(const std::vector<WeightSpec>& specs, at::Scala
   int64_t total = 0;
   for (const WeightSpec& spec : specs) {
     switch (spec.kind) {
-      case WeightKind::kDense:
-      case WeightKind::kFp8Weight: total += numel(spec.logical_shape) * compute; break;
+      case WeightKind::kDense: total += numel(spec.logical_shape) * compute; break;
+      case WeightKind::kFp8Weight: total += numel(spec.logical_shape) * (keep_fp8 ? 1 : compute); break;
       case WeightKind::kFloat32: total += numel(spec.logical_shape) * 4; break;
       case WeightKind::kInt64: total += numel(spec.logical_shape) * 8; break;
-      case WeightKind::kFp8Scale: break;  // folded into the dequantized weight
+      case WeightKind::kFp8Scale: total += keep_fp8 ? numel(spec.shape) * 4 : 0; break;  // else folded into the weight
       case WeightKind::kFp4Weight:
       case WeightKind::kFp4Scale: total += numel(spec.shape); break;  // one byte per stored element
     }

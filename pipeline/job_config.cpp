@@ -50,10 +50,13 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
       std::string_view text;
       if (value.get(text)) fail(origin, key, "must be a string, got " + simdjson::minify(value));
       (key == "device" ? c.device : c.dtype) = std::string(text);
-    } else if (key == "overlap" || key == "cuda_graphs" || key == "batch_invariant") {
+    } else if (key == "overlap" || key == "cuda_graphs" || key == "batch_invariant" || key == "keep_fp8_linears") {
       bool flag;
       if (value.get(flag)) fail(origin, key, "must be true or false, got " + simdjson::minify(value));
-      (key == "overlap" ? c.overlap : key == "cuda_graphs" ? c.cuda_graphs : c.batch_invariant) = flag;
+      (key == "overlap"           ? c.overlap
+       : key == "cuda_graphs"     ? c.cuda_graphs
+       : key == "batch_invariant" ? c.batch_invariant
+                                  : c.keep_fp8_linears) = flag;
     } else if (key == "deadline_s" || key == "progress_interval_s" || key == "flush_interval_s") {
       double number;
       if (value.is_null()) continue;
@@ -67,7 +70,8 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
     } else {
       fail(origin, key,
            "is not a job setting (known: max_num_seqs, max_num_batched_tokens, num_blocks, max_model_len, seed, "
-           "device, dtype, overlap, cuda_graphs, batch_invariant, deadline_s, progress_interval_s, flush_interval_s, description)");
+           "device, dtype, overlap, cuda_graphs, batch_invariant, keep_fp8_linears, deadline_s, progress_interval_s, flush_interval_s, "
+           "description)");
     }
   }
   c.validate();
@@ -81,6 +85,10 @@ void JobConfig::validate() const {
     throw std::invalid_argument("dtype must be auto, float32 or bfloat16, got '" + dtype + "'");
   if (max_num_seqs < 1 || max_num_batched_tokens < 1 || num_blocks < 2 || max_model_len < 2)
     throw std::invalid_argument("max_num_seqs, max_num_batched_tokens >= 1, num_blocks >= 2 and max_model_len >= 2 are required");
+  if (batch_invariant && keep_fp8_linears)
+    throw std::invalid_argument(
+        "batch_invariant and keep_fp8_linears exclude each other: the FP8 GEMM (cuBLASLt) picks its algorithm from the batch's row "
+        "count, so the batch-invariant mode dequantizes FP8 linears at load");
 }
 
 }  // namespace deepinfer::pipeline

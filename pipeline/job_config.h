@@ -20,6 +20,7 @@ struct JobConfig {
   bool overlap = true;               // zero-overhead scheduling
   bool cuda_graphs = true;           // decode steps replayed from CUDA graphs (engine/decode_graphs.h)
   bool batch_invariant = false;      // no row's bits depend on its batch (model/batch_invariant.h)
+  bool keep_fp8_linears = false;     // FP8 linears held and multiplied as FP8 (model/weights.h), not dequantized at load
   std::optional<double> deadline_s;  // cancel what is left after this many seconds
   double progress_interval_s = 5.0;
   double flush_interval_s = 2.0;  // finished records reach disk at least this often

@@ -36,7 +36,8 @@ std::pair<int64_t, int64_t> weight_bytes(const ModelLayout& layout, at::ScalarTy
   std::vector<model::WeightSpec> expert_specs, other_specs;
   for (auto& spec : model::weight_specs(layout.config, layout.format, experts))
     (spec.expert >= 0 ? expert_specs : other_specs).push_back(std::move(spec));
-  return {model::ModelWeights::held_bytes(expert_specs, dtype), model::ModelWeights::held_bytes(other_specs, dtype)};
+  return {model::ModelWeights::held_bytes(expert_specs, dtype, layout.keep_fp8),
+          model::ModelWeights::held_bytes(other_specs, dtype, layout.keep_fp8)};
 }
 
 // MemAvailable of /proc/meminfo in bytes; 0 if unreadable.

@@ -73,8 +73,8 @@ ModelLayout layout_unchecked(const std::string& spec, at::ScalarType dtype, int 
   return layout;
 }
 
-ModelSource load_unchecked(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
-                           int world_size) {
+ModelSource load_unchecked(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank, int world_size,
+                           bool keep_fp8) {
   ModelSource source;
   auto experts_of = [&](const model::ModelConfig& config) -> std::optional<model::ExpertRange> {
     if (world_size <= 1) return std::nullopt;
@@ -86,15 +86,17 @@ ModelSource load_unchecked(const std::string& spec, at::ScalarType dtype, at::De
     const std::string config_text = io::read_file(config_path);
     const model::ModelConfig config = model::parse_model_config(config_text, config_path);
     const model::WeightFormat format = model::announced_format(config_text, dtype == at::kBFloat16 ? io::DType::kBF16 : io::DType::kF32);
-    source.weights = std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device, experts_of(config)));
+    source.weights =
+        std::make_unique<model::ModelWeights>(model::random_weights(config, format, random_seed, device, experts_of(config), keep_fp8));
     w.begin_object().key("source").value("random").key("config_sha256").value(io::sha256_hex(config_text));
     w.key("seed").value(random_seed).key("fp4_experts").value(format.fp4_experts).key("fp8_linears").value(format.fp8_linears);
-    w.key("drawn_on").value(device.is_cuda() ? "cuda" : "cpu").end_object();
+    w.key("drawn_on").value(device.is_cuda() ? "cuda" : "cpu").end_object();  // keep_fp8 changes no value: it is in job.json
   } else {
     model::LoadOptions options;
     options.dtype = dtype;
     options.device = device;
     options.experts = experts_of(model::load_model_config(spec));
+    options.keep_fp8 = keep_fp8;
     source.weights = std::make_unique<model::ModelWeights>(model::load_checkpoint(spec, options));
     const auto tokenizer_path = std::filesystem::path(spec) / "tokenizer.json";
     if (std::filesystem::exists(tokenizer_path)) source.tokenizer = io::Tokenizer::load(tokenizer_path.string());
@@ -106,15 +108,17 @@ ModelSource load_unchecked(const std::string& spec, at::ScalarType dtype, at::De
 
 }  // namespace
 
-ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank, int world_size) {
+ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank, int world_size, bool keep_fp8) {
   check_spec(spec);
-  return as_bad_input([&] { return layout_unchecked(spec, dtype, rank, world_size); });
+  ModelLayout layout = as_bad_input([&] { return layout_unchecked(spec, dtype, rank, world_size); });
+  layout.keep_fp8 = keep_fp8 && layout.format.fp8_linears;
+  return layout;
 }
 
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank,
-                              int world_size) {
+                              int world_size, bool keep_fp8) {
   check_spec(spec);
-  return as_bad_input([&] { return load_unchecked(spec, dtype, device, random_seed, rank, world_size); });
+  return as_bad_input([&] { return load_unchecked(spec, dtype, device, random_seed, rank, world_size, keep_fp8); });
 }
 
 }  // namespace deepinfer::pipeline

@@ -35,10 +35,13 @@ struct ModelLayout {
   model::ModelConfig config;
   model::WeightFormat format;
   model::ExpertRange experts;  // held by `rank`
+  bool keep_fp8 = false;       // FP8 linears (format.fp8_linears) held as FP8, not dequantized
 };
-ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank = 0, int world_size = 1);
+ModelLayout model_layout(const std::string& spec, at::ScalarType dtype, int rank = 0, int world_size = 1, bool keep_fp8 = false);
 
+// keep_fp8: the storage format's FP8 linears held as codes and float32 scales (model/weights.h),
+// as the job setting keep_fp8_linears asks; else dequantized to `dtype`.
 ModelSource load_model_source(const std::string& spec, at::ScalarType dtype, at::Device device, uint64_t random_seed, int rank = 0,
-                              int world_size = 1);
+                              int world_size = 1, bool keep_fp8 = false);
 
 }  // namespace deepinfer::pipeline

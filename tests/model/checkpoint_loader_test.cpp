@@ -9,6 +9,7 @@
 #include <string>
 
 #include "model/checkpoint_writer.h"
+#include "model/quant.h"
 #include "model/random_weights.h"
 #include "tests/model/checkpoint_test_util.h"
 
@@ -66,6 +67,13 @@ TEST(CheckpointLoaderTest, Fp8LinearsAreDequantizedAndFp4ExpertsStayPacked) {
   EXPECT_EQ(packed.get("layers.0.attn.wq_a.weight").scalar_type(), at::kFloat);
   EXPECT_FALSE(packed.contains("layers.0.attn.wq_a.scale"));
   EXPECT_TRUE(packed.expert_packed(0, 0));
+  const ModelWeights kept = load_checkpoint(dir.path(), LoadOptions{.dtype = at::kFloat, .keep_fp8 = true});
+  EXPECT_EQ(kept.get("layers.0.attn.wq_a.weight").scalar_type(), at::kByte);
+  EXPECT_EQ(kept.get("layers.0.attn.wq_a.scale").scalar_type(), at::kFloat);
+  EXPECT_TRUE(kept.linear(0, "attn.wq_a").fp8());
+  EXPECT_TRUE(at::equal(dequant_fp8_scaled(kept.get("layers.0.attn.wq_a.weight"), kept.get("layers.0.attn.wq_a.scale"), at::kFloat),
+                        packed.get("layers.0.attn.wq_a.weight")));
+  kept.check_complete(kFlash);
   const ModelWeights dense = load_checkpoint(dir.path(), LoadOptions{.dtype = at::kFloat, .dequantize_fp4_experts = true});
   EXPECT_FALSE(dense.expert_packed(0, 0));
   EXPECT_FALSE(dense.contains("layers.0.ffn.experts.0.w2.scale"));

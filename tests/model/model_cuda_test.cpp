@@ -5,13 +5,17 @@
 //    all experts and half of them (the pairs of the other rank's experts must contribute
 //    nothing), zero tokens, k = 2 and k = 6, and two runs equal bit for bit;
 //  - the Sinkhorn kernel against sinkhorn_reference();
-//  - FP8/FP4 quantization on CUDA and the FP4 dequantization kernel against the CPU.
+//  - FP8/FP4 quantization on CUDA and the FP4 dequantization kernel against the CPU;
+//  - FP8 linears kept as FP8 (cuda::fp8_linear, activations quantized to e4m3) against the same
+//    weights dequantized at load, through the whole bfloat16 forward.
 #include <gtest/gtest.h>
 
+#include "model/cuda/kernels.h"
 #include "model/hyper_connection.h"
 #include "model/moe.h"
 #include "model/quant.h"
 #include "model/random_weights.h"
+#include "tests/model/forward_test_util.h"
 
 namespace deepinfer::model {
 namespace {
@@ -117,6 +121,35 @@ TEST(QuantCuda, Fp4KernelMatchesTheCpuBitwise) {
   const at::Tensor ragged_nan = ragged_cpu.isnan();  // scale byte 255 again: NaN bits differ between CPU and CUDA ATen
   EXPECT_TRUE(at::equal(ragged_nan, ragged_gpu.isnan()));
   EXPECT_TRUE(at::equal(ragged_cpu.view(at::kShort).masked_fill(ragged_nan, 0), ragged_gpu.view(at::kShort).masked_fill(ragged_nan, 0)));
+}
+
+// The kept FP8 linears' forward tracks the dequantized one: the weights are the same values; what
+// moves is x, quantized per 128 columns to e4m3 before each FP8 GEMM (as DeepSeek's inference
+// does), ~2.7% relative per projection. Every expert and entry selected, so no top-k flips.
+TEST(Fp8LinearsCuda, KeptFp8ForwardTracksTheDequantizedForward) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: on the CPU kept FP8 linears are dequantized per call (RandomWeights.*)";
+  const at::Device cuda(at::kCUDA, 0);
+  ModelConfig config = tiny_fast_test_config();
+  config.num_experts_per_tok = config.n_routed_experts;
+  config.index_topk = 64;
+  config.validate();
+  const WeightFormat format{io::DType::kBF16, /*fp8_linears=*/true, /*fp4_experts=*/false};
+  const ModelWeights kept = random_weights(config, format, 3, cuda, std::nullopt, /*keep_fp8=*/true);
+  const ModelWeights dequantized = random_weights(config, format, 3, cuda);
+  const at::Tensor x = at::randn({5, config.hidden_size}, at::TensorOptions(cuda).dtype(at::kBFloat16));
+  ASSERT_TRUE(cuda::fp8_linear_supported(x, kept.linear(2, "attn.wq_a").weight, kept.linear(2, "attn.wq_a").scale))
+      << "the FP8 GEMM should run here (sm_90, cuBLAS >= 12.9)";
+  SingleRankCommunicator comm;
+  const std::vector<testing::SeqPlan> plans{{testing::random_tokens(200, config.vocab_size, 9), {}, 1, {1, 2}}};
+  ModelCache a(config, {4, 2, at::kBFloat16, cuda}), b(config, {4, 2, at::kBFloat16, cuda});
+  const at::Tensor fp8 = testing::run_one_shot(DeepseekV4Model(kept, comm, {}), plans, a, cuda)[0];
+  const at::Tensor ref = testing::run_one_shot(DeepseekV4Model(dequantized, comm, {}), plans, b, cuda)[0];
+  const double diff = (fp8 - ref).abs().max().item<double>(), scale = ref.abs().max().item<double>();
+  std::cout << "[fp8_forward] kept FP8 vs dequantized, 200 tokens: max |diff| " << diff << ", mean "
+            << (fp8 - ref).abs().mean().item<double>() << " (max |logit| " << scale << ")" << std::endl;
+  EXPECT_TRUE(fp8.isfinite().all().item<bool>());
+  EXPECT_LT(diff, 0.2 * scale);
+  EXPECT_GT(diff, 0.0) << "the FP8 path should have run (x quantized), not the dequantized one";
 }
 
 }  // namespace

@@ -64,6 +64,46 @@ TEST(RandomWeights, Fp8LinearsAreRepresentableAndFp4ExpertsStayPacked) {
   EXPECT_EQ(dense.sizes(), (at::IntArrayRef{config.hidden_size, config.moe_intermediate_size}));
 }
 
+// int64 bytes of every tensor the weights hold.
+int64_t bytes_held(const ModelWeights& w) {
+  int64_t total = 0;
+  for (const std::string& name : w.names()) total += static_cast<int64_t>(w.get(name).nbytes());
+  return total;
+}
+
+// FP8 linears kept as FP8 (codes + float32 scales) hold what the dequantized ones hold, in a
+// quarter of the float32 bytes, as held_bytes() plans; on the CPU their forward (dequantized for
+// each call) gives the logits of the weights dequantized at load, bit for bit.
+TEST(RandomWeights, KeptFp8LinearsForwardEqualsDequantizedForward) {
+  const ModelConfig config = tiny_fast_test_config();
+  const WeightFormat format{io::DType::kF32, /*fp8_linears=*/true, /*fp4_experts=*/false};
+  const ModelWeights kept = random_weights(config, format, 3, at::kCPU, std::nullopt, /*keep_fp8=*/true);
+  const ModelWeights dequantized = random_weights(config, format, 3, at::kCPU);
+  kept.check_complete(format);
+  int64_t fp8 = 0;
+  for (const WeightSpec& spec : weight_specs(config, format)) {
+    if (spec.kind != WeightKind::kFp8Weight) continue;
+    ++fp8;
+    const at::Tensor& codes = kept.get(spec.name);
+    ASSERT_EQ(codes.scalar_type(), at::kByte) << spec.name;
+    EXPECT_TRUE(at::equal(dequant_fp8_scaled(codes, kept.get(scale_name(spec.name)), at::kFloat), dequantized.get(spec.name))) << spec.name;
+  }
+  EXPECT_GE(fp8, 8 * config.num_layers) << "wq_a, wq_b, wkv, wo_a, wo_b and the shared expert's three, per layer";
+  EXPECT_TRUE(kept.linear(2, "attn.wq_b").fp8());
+  EXPECT_FALSE(dequantized.linear(2, "attn.wq_b").fp8());
+  const std::vector<WeightSpec> specs = weight_specs(config, format);
+  EXPECT_EQ(ModelWeights::held_bytes(specs, at::kFloat, /*keep_fp8=*/true), bytes_held(kept));
+  EXPECT_EQ(ModelWeights::held_bytes(specs, at::kFloat), bytes_held(dequantized));
+  EXPECT_LT(bytes_held(kept), bytes_held(dequantized));
+
+  SingleRankCommunicator comm;
+  const SeqPlan plan{random_tokens(40, config.vocab_size, 8), {40}, 1, {1}};
+  ModelCache cache_a(config, {2, 2, at::kFloat, at::kCPU}), cache_b(config, {2, 2, at::kFloat, at::kCPU});
+  const at::Tensor a = run_one_shot(DeepseekV4Model(kept, comm, {}), {plan}, cache_a)[0];
+  const at::Tensor b = run_one_shot(DeepseekV4Model(dequantized, comm, {}), {plan}, cache_b)[0];
+  EXPECT_TRUE(at::equal(a, b)) << "max |diff| " << (a - b).abs().max().item<double>();
+}
+
 // Packed FP4 experts give the same logits as the same experts dequantized up front.
 TEST(RandomWeights, PackedExpertsForwardEqualsDequantizedForward) {
   const ModelConfig config = tiny_fast_test_config();

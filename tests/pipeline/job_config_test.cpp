@@ -31,6 +31,17 @@ TEST(JobConfigTest, BatchInvarianceIsOffUnlessTheJobTurnsItOn) {
   }
 }
 
+TEST(JobConfigTest, KeptFp8LinearsAreOptInAndExcludeBatchInvariance) {
+  EXPECT_FALSE(JobConfig{}.keep_fp8_linears);
+  EXPECT_TRUE(JobConfig::parse(R"({"keep_fp8_linears": true})", "job.json").keep_fp8_linears);
+  try {
+    JobConfig::parse(R"({"keep_fp8_linears": true, "batch_invariant": true})", "jobs/z.json");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("batch_invariant and keep_fp8_linears exclude each other"), std::string::npos) << e.what();
+  }
+}
+
 TEST(JobConfigTest, ABadValueNamesTheFileTheKeyAndTheValue) {
   try {
     JobConfig::parse(R"({"cuda_graphs": "yes"})", "jobs/x.json");
