@@ -79,6 +79,13 @@ at::Tensor Arithmetic::routed_experts(const ModelWeights& weights, int64_t layer
   return routed_experts_loop(*this, weights, layer, x, experts, routing_weights);
 }
 
+bool Arithmetic::sums_slots_after_exchange() const { return false; }
+
+at::Tensor Arithmetic::routed_slots(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                    const at::Tensor& routing_weights, ExpertWorkspace*) const {
+  return routed_slots_loop(*this, weights, layer, x, experts, routing_weights);
+}
+
 at::ScalarType Arithmetic::moe_sum_dtype(at::ScalarType) const { return at::kFloat; }
 
 at::Tensor Arithmetic::pool_windows(const at::Tensor& kv, const at::Tensor& score, at::ScalarType) const {

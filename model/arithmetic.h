@@ -80,6 +80,15 @@ class Arithmetic {
   // (moe_grouped.h), or null.
   virtual at::Tensor routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                                     const at::Tensor& routing_weights, ExpertWorkspace* workspace) const;
+  // Whether a token's k routed contributions are summed after the exchange between ranks
+  // (routed_slots(), then summed in slot order on the token's rank: moe.h moe_forward) rather
+  // than on each rank before it (routed_experts()), so that the order of that sum does not depend
+  // on which rank owns which expert. Official: false.
+  virtual bool sums_slots_after_exchange() const;
+  // [N, k, D] float32: each (token, slot)'s weighted expert output, 0 where this rank does not
+  // own the expert. Here: the per-expert loop (moe.h routed_slots_loop).
+  virtual at::Tensor routed_slots(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                  const at::Tensor& routing_weights, ExpertWorkspace* workspace) const;
   // The dtype in which the routed sum and the shared expert are added, for hidden rows of `dtype`.
   virtual at::ScalarType moe_sum_dtype(at::ScalarType dtype) const;
 

@@ -16,19 +16,18 @@ at::Tensor sum_of_squares(const at::Tensor& x) {
   return cuda::invariant_linear(x * x, ones, at::kFloat);
 }
 
-// Every owned dense expert over every row: out += expert_e(x) * (routing weight of e, or 0), in
-// ascending e, which adds the same nonzero terms in the same order as routed_experts_loop.
-at::Tensor every_expert(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
-                        const at::Tensor& routing_weights) {
+// Every owned dense expert over every row: slot (t, s) += expert_e(x_t) * (its routing weight if
+// it picked e, else 0) for ascending e. A slot picks one expert, so it gets one nonzero term.
+at::Tensor every_expert_slots(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                              const at::Tensor& experts, const at::Tensor& routing_weights) {
   const ModelConfig& config = weights.config();
-  at::Tensor out = at::zeros({x.size(0), x.size(1)}, x.options().dtype(at::kFloat));
+  at::Tensor out = at::zeros({x.size(0), experts.size(1), x.size(1)}, x.options().dtype(at::kFloat));  // [N, k, D]
   const ExpertRange& owned = weights.experts();
   for (int64_t e = owned.first; e < owned.last; ++e) {
     const at::Tensor y = arith.swiglu_mlp(x, weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
                                           weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
-    // A token picks an expert at most once: the sum over its k slots holds one term at most.
-    const at::Tensor w = (routing_weights * experts.eq(e).to(at::kFloat)).sum(-1, /*keepdim=*/true);  // [N, 1]
-    out = out + y.to(at::kFloat) * w;
+    const at::Tensor w = routing_weights.to(at::kFloat) * experts.eq(e).to(at::kFloat);  // [N, k]
+    out = out + y.to(at::kFloat).unsqueeze(1) * w.unsqueeze(2);
   }
   return out;
 }
@@ -77,13 +76,15 @@ at::Tensor BatchInvariantArithmetic::hc_projection(const at::Tensor& streams, co
   return linear(flat, fn) * inv_rms;
 }
 
-at::Tensor BatchInvariantArithmetic::routed_experts(const ModelWeights& weights, int64_t layer, const at::Tensor& x,
-                                                    const at::Tensor& experts, const at::Tensor& routing_weights,
-                                                    ExpertWorkspace* workspace) const {
-  if (!x.is_cuda()) return Arithmetic::routed_experts(weights, layer, x, experts, routing_weights, workspace);
+bool BatchInvariantArithmetic::sums_slots_after_exchange() const { return true; }
+
+at::Tensor BatchInvariantArithmetic::routed_slots(const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                                                  const at::Tensor& experts, const at::Tensor& routing_weights,
+                                                  ExpertWorkspace* workspace) const {
+  if (!x.is_cuda()) return Arithmetic::routed_slots(weights, layer, x, experts, routing_weights, workspace);
   if (workspace != nullptr && workspace->runs_fp4_kernels(weights, layer, x))
-    return workspace->routed_partial(weights, layer, x, experts, routing_weights);
-  return every_expert(*this, weights, layer, x, experts, routing_weights);
+    return workspace->routed_slots(weights, layer, x, experts, routing_weights);
+  return every_expert_slots(*this, weights, layer, x, experts, routing_weights);
 }
 
 }  // namespace deepinfer::model

@@ -50,6 +50,32 @@ at::Tensor routed_experts_loop(const Arithmetic& arith, const ModelWeights& weig
   return out;
 }
 
+at::Tensor routed_slots_loop(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                             const at::Tensor& experts, const at::Tensor& routing_weights) {
+  const ModelConfig& config = weights.config();
+  const int64_t N = x.size(0), k = experts.size(1), D = x.size(1);
+  at::Tensor out = at::zeros({N * k, D}, x.options().dtype(at::kFloat));  // row token * k + slot
+  for_each_owned_expert(weights, experts, [&](int64_t e, const at::Tensor& tokens, const at::Tensor& pairs) {
+    const at::Tensor y =
+        arith.swiglu_mlp(x.index_select(0, tokens), weights.expert_matrix(layer, e, "w1"), weights.expert_matrix(layer, e, "w2"),
+                         weights.expert_matrix(layer, e, "w3"), config.swiglu_limit);
+    const at::Tensor w = routing_weights.reshape(-1).index_select(0, pairs).unsqueeze(1);
+    out.index_copy_(0, pairs, y.to(at::kFloat) * w);  // each pair once: no two writes meet
+  });
+  return out.view({N, k, D});
+}
+
+namespace {
+
+// [T, k, D] float32 -> [T, D]: the k slots added in slot order from 0.
+at::Tensor sum_slots(const at::Tensor& slots) {
+  at::Tensor sum = at::zeros({slots.size(0), slots.size(2)}, slots.options());
+  for (int64_t s = 0; s < slots.size(1); ++s) sum = sum + slots.select(1, s);
+  return sum;
+}
+
+}  // namespace
+
 Routing route_tokens(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& token_ids,
                      const Arithmetic& arith) {
   const ModelConfig& config = weights.config();
@@ -80,9 +106,18 @@ at::Tensor moe_forward(const ModelWeights& weights, int64_t layer, const at::Ten
   const at::Tensor all_experts = comm.all_gather_rows(routing.experts, check);
   const at::Tensor all_weights = comm.all_gather_rows(routing.weights, check);
   enter(hooks, ForwardPart::kRoutedExperts, layer);
-  const at::Tensor partial = arith.routed_experts(weights, layer, all_x, all_experts, all_weights, workspace);  // [N, D] float32
-  enter(hooks, ForwardPart::kExchange, layer);
-  at::Tensor out = comm.reduce_scatter_rows(partial, counts).to(arith.moe_sum_dtype(x.scalar_type()));  // [T, D]
+  at::Tensor out;
+  if (arith.sums_slots_after_exchange()) {
+    const at::Tensor slots = arith.routed_slots(weights, layer, all_x, all_experts, all_weights, workspace);  // [N, k, D] float32
+    enter(hooks, ForwardPart::kExchange, layer);
+    // A (token, slot) is nonzero on its expert's rank only, so the sum over ranks is exact.
+    const at::Tensor mine = comm.reduce_scatter_rows(slots.flatten(1), counts).view({-1, slots.size(1), slots.size(2)});
+    out = sum_slots(mine).to(arith.moe_sum_dtype(x.scalar_type()));  // [T, D]
+  } else {
+    const at::Tensor partial = arith.routed_experts(weights, layer, all_x, all_experts, all_weights, workspace);  // [N, D] float32
+    enter(hooks, ForwardPart::kExchange, layer);
+    out = comm.reduce_scatter_rows(partial, counts).to(arith.moe_sum_dtype(x.scalar_type()));  // [T, D]
+  }
   enter(hooks, ForwardPart::kSharedExpert, layer);
   if (observing(hooks)) hooks->observe(layer_prefix(layer) + "ffn.routed", out);
   if (config.n_shared_experts > 0) {

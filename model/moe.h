@@ -39,6 +39,11 @@ void for_each_owned_expert(const ModelWeights& weights, const at::Tensor& expert
 at::Tensor routed_experts_loop(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x,
                                const at::Tensor& experts, const at::Tensor& routing_weights);
 
+// The same loop, each (token, slot)'s weighted output kept apart: [N, k, D] float32, 0 where
+// this rank does not own the expert (Arithmetic::routed_slots).
+at::Tensor routed_slots_loop(const Arithmetic& arith, const ModelWeights& weights, int64_t layer, const at::Tensor& x,
+                             const at::Tensor& experts, const at::Tensor& routing_weights);
+
 // Routed experts of this rank (Arithmetic::routed_experts; with a workspace whose usable() holds,
 // the official arithmetic takes the grouped path, moe_grouped.h) + exchange + shared expert ->
 // [T, D] in x's dtype. The routed sum and the shared expert are added in

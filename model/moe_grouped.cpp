@@ -105,7 +105,23 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
   const ModelConfig& c = weights.config();
   if (!packed(weights, layer) || !fp4_kernels(c, weights.experts().size(), x.device()))
     return grouped(weights, layer, x, experts, routing_weights);
-  if (x.size(0) == 0) return at::zeros({0, c.hidden_size}, x.options().dtype(at::kFloat));
+  return fp4(weights, layer, x, experts, routing_weights, /*per_slot=*/false);
+}
+
+at::Tensor ExpertWorkspace::routed_slots(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                         const at::Tensor& routing_weights) {
+  TORCH_CHECK(runs_fp4_kernels(weights, layer, x), "ExpertWorkspace::routed_slots: the FP4 kernels cannot run layer ", layer, " on ",
+              x.device(), " ", x.scalar_type());
+  return fp4(weights, layer, x, experts, routing_weights, /*per_slot=*/true);
+}
+
+at::Tensor ExpertWorkspace::fp4(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                                const at::Tensor& routing_weights, bool per_slot) {
+  const ModelConfig& c = weights.config();
+  if (x.size(0) == 0) {
+    return per_slot ? at::zeros({0, experts.size(1), c.hidden_size}, x.options().dtype(at::kFloat))
+                    : at::zeros({0, c.hidden_size}, x.options().dtype(at::kFloat));
+  }
   const LayerTables& t = tables(weights, layer);
   at::Tensor rows = x.contiguous();
   if (reinterpret_cast<uintptr_t>(rows.data_ptr()) % 16 != 0) rows = rows.clone();  // the kernels read x 16 bytes at a time
@@ -118,7 +134,8 @@ at::Tensor ExpertWorkspace::routed_partial(const ModelWeights& weights, int64_t 
                         .routing_weights = routing_weights.to(at::kFloat).contiguous(),
                         .first_expert = weights.experts().first,
                         .intermediate = c.moe_intermediate_size,
-                        .swiglu_limit = c.swiglu_limit});
+                        .swiglu_limit = c.swiglu_limit,
+                        .per_slot = per_slot});
 }
 
 at::Tensor ExpertWorkspace::routed_partial_dequantized(const ModelWeights& weights, int64_t layer, const at::Tensor& x,

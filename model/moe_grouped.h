@@ -36,6 +36,11 @@ class ExpertWorkspace {
   // Whether routed_partial() runs the FP4 kernels (usable(), packed FP4 experts whose shapes
   // model/cuda/moe_fp4_gemm.h takes): their rows never depend on the other rows' count or order.
   bool runs_fp4_kernels(const ModelWeights& weights, int64_t layer, const at::Tensor& x) const;
+  // The FP4 kernels' per-pair outputs: [N, k, D] float32, each (token, slot)'s weighted expert
+  // output, 0 where this rank does not own the expert (Arithmetic::routed_slots). Throws where
+  // runs_fp4_kernels() is false.
+  at::Tensor routed_slots(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                          const at::Tensor& routing_weights);
 
   // x [N, D] bfloat16, experts [N, k] int64, routing_weights [N, k] float32 -> float32 [N, D]:
   // sum over the pairs whose expert this rank owns; the official arithmetic's path
@@ -67,6 +72,8 @@ class ExpertWorkspace {
     at::Tensor w2;   // bfloat16 [E, D, I]
   };
   const LayerTables& tables(const ModelWeights& weights, int64_t layer);
+  at::Tensor fp4(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
+                 const at::Tensor& routing_weights, bool per_slot);
   const Stacked& stacked(const ModelWeights& weights, int64_t layer);
   at::Tensor grouped(const ModelWeights& weights, int64_t layer, const at::Tensor& x, const at::Tensor& experts,
                      const at::Tensor& routing_weights);

@@ -442,7 +442,7 @@ at::Tensor moe_fp4(const MoeFp4& in) {
               ", ", in.w2_packed.numel(), ", ", in.w2_scale.numel());
   check_placed("cuda::moe_fp4", x.device(),
                {&x, &in.experts, &in.routing_weights, &in.w13_packed, &in.w13_scale, &in.w2_packed, &in.w2_scale}, {&x});
-  at::Tensor out = at::empty({N, D}, x.options().dtype(at::kFloat));
+  at::Tensor out = in.per_slot ? at::empty({N, k, D}, x.options().dtype(at::kFloat)) : at::empty({N, D}, x.options().dtype(at::kFloat));
   if (N == 0) return out;
   MoeFp4Args a;
   a.w13_packed = reinterpret_cast<const uint64_t*>(in.w13_packed.data_ptr<int64_t>());
@@ -460,6 +460,7 @@ at::Tensor moe_fp4(const MoeFp4& in) {
   a.first_expert = in.first_expert;
   a.num_experts = E;
   a.swiglu_limit = static_cast<float>(in.swiglu_limit);
+  a.per_slot = in.per_slot;
   const c10::cuda::CUDAGuard guard(x.device());
   // The sorted pairs, tile lists, gathered rows, activations and per-pair outputs, from the caching allocator
   // (stream-ordered: freed after the launches, reused only by later work on this stream).

@@ -131,6 +131,7 @@ struct MoeFp4 {
   int64_t first_expert = 0;
   int64_t intermediate = 0;  // I
   double swiglu_limit = 0;   // <= 0: no clamp
+  bool per_slot = false;     // -> [N, k, D]: each pair's weighted output, 0 for experts not owned (moe_fp4_gemm.h)
 };
 // CUDA build, a CUDA device of sm_80 or later, D and I multiples of 128 up to 12,288, E from 1
 // to 1,024.

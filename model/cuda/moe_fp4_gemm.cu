@@ -391,7 +391,7 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
     if ((error = launch_gemm<false, false>(down, w.big_cap, device, sms, stream)) != cudaSuccess) return error;
   }
   return launch_combine(w.per_pair, a.experts, a.tokens, static_cast<int>(a.k), a.first_expert, a.first_expert + a.num_experts, D, a.out,
-                        sms, stream);
+                        a.per_slot, sms, stream);
 }
 
 }  // namespace deepinfer::model::cuda

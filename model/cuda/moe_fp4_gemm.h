@@ -47,7 +47,7 @@ struct MoeFp4Args {
   const int64_t* experts = nullptr;        // [tokens, k] expert ids
   const float* routing_weights = nullptr;  // [tokens, k]
   void* workspace = nullptr;               // moe_fp4_workspace_bytes(args) bytes, 256-byte aligned
-  float* out = nullptr;                    // [tokens, D] float32
+  float* out = nullptr;                    // [tokens, D] float32; [tokens, k, D] when per_slot
   int64_t tokens = 0;
   int64_t k = 0;
   int64_t hidden = 0;        // D
@@ -55,6 +55,10 @@ struct MoeFp4Args {
   int64_t first_expert = 0;
   int64_t num_experts = 0;  // E: the experts this rank owns
   float swiglu_limit = 0.0f;
+  // Each pair's weighted output into out [tokens, k, D] (0 for pairs of experts not owned) instead
+  // of their sum: a token's slots can then be summed after the exchange between ranks, in an
+  // order that does not depend on which rank owns which expert (model/batch_invariant.h).
+  bool per_slot = false;
 };
 
 // Whether the kernels take D, I and E (owned experts): D and I multiples of 128 up to 12,288

@@ -55,8 +55,9 @@ cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, i
 // tiles (big, *count of them, at most max_tiles).
 cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, const int32_t* count, int64_t max_tiles,
                           int dim, __nv_bfloat16* gathered, int sms, cudaStream_t stream);
-// out[t] = sum over slots s in order of per_pair[t k + s] where experts[t k + s] is in [first, last).
+// out[t] = sum over slots s in order of per_pair[t k + s] where experts[t k + s] is in [first, last);
+// per_slot: out[t k + s] = that pair's row, or 0 outside [first, last) (no sum).
 cudaError_t launch_combine(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
-                           float* out, int sms, cudaStream_t stream);
+                           float* out, bool per_slot, int sms, cudaStream_t stream);
 
 }  // namespace deepinfer::model::cuda::moe_fp4_detail

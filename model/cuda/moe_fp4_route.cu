@@ -148,6 +148,18 @@ __global__ void combine_kernel(const float* per_pair, const int64_t* experts, in
   }
 }
 
+// out[t, s] = pair (t, s)'s output, 0 for experts outside [first, last) (MoeFp4Args::per_slot).
+__global__ void slots_kernel(const float* per_pair, const int64_t* experts, int64_t pairs, int64_t first, int64_t last, int dim,
+                             float* out) {
+  const int quads = dim / 4;
+  const int64_t total = pairs * quads, stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const int64_t pair = i / quads, id = experts[pair];
+    reinterpret_cast<float4*>(out)[i] =
+        id < first || id >= last ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : reinterpret_cast<const float4*>(per_pair)[i];
+  }
+}
+
 }  // namespace
 
 size_t route_shared_bytes(int num_experts) { return size_t{kRouteWarps + 1} * num_experts * sizeof(int); }
@@ -168,10 +180,15 @@ cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t 
 }
 
 cudaError_t launch_combine(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
-                           float* out, int sms, cudaStream_t stream) {
-  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (tokens * dim / 4 + 255) / 256);
+                           float* out, bool per_slot, int sms, cudaStream_t stream) {
+  const int64_t rows = per_slot ? tokens * k : tokens;
+  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (rows * dim / 4 + 255) / 256);
   if (blocks <= 0) return cudaSuccess;
-  combine_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(per_pair, experts, tokens, k, first, last, dim, out);
+  if (per_slot) {
+    slots_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(per_pair, experts, rows, first, last, dim, out);
+  } else {
+    combine_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(per_pair, experts, tokens, k, first, last, dim, out);
+  }
   return cudaGetLastError();
 }
 

@@ -96,6 +96,46 @@ TEST(ExpertParallel, TwoRanksMatchOneRankIncludingAnEmptyRank) {
   }
 }
 
+// The batch-invariant arithmetic sums a token's k slots after the exchange, in slot order: two
+// ranks give the bits of one rank (the official arithmetic adds each rank's partial sum, so with
+// k = 6 over two ranks its bits move: the control). Rank 1 brings no tokens but owns half the
+// experts, so every GEMM (router, experts, shared expert) sees the rows it sees on one rank: the
+// CPU's GEMMs round by row count, which this test is not about.
+TEST(ExpertParallel, TwoRanksGiveOneRanksBitsInTheBatchInvariantMode) {
+  ModelConfig config = tiny_fast_test_config();
+  config.num_experts_per_tok = 6;
+  config.validate();
+  const ModelWeights full = random_weights(config, kF32, 5, at::kCPU);
+  const ModelWeights half0 = random_weights(config, kF32, 5, at::kCPU, expert_range_for_rank(8, 0, 2));
+  const ModelWeights half1 = random_weights(config, kF32, 5, at::kCPU, expert_range_for_rank(8, 1, 2));
+  at::Generator gen = at::detail::createCPUGenerator(2);
+  const at::Tensor x0 = at::randn({13, config.hidden_size}, gen), x1 = at::randn({0, config.hidden_size}, gen);
+  const at::Tensor ids0 = at::randint(config.vocab_size, {13}, gen), ids1 = at::randint(config.vocab_size, {0}, gen);
+  for (const Arithmetic* arith : {&Arithmetic::batch_invariant(), &Arithmetic::official()}) {
+    const bool invariant = arith == &Arithmetic::batch_invariant();
+    for (int64_t layer : {int64_t{0}, int64_t{4}}) {  // hash-routed and score-routed
+      SingleRankCommunicator single;
+      const at::Tensor want = moe_forward(full, layer, x0, ids0, single, *arith);
+      ThreadCommunicator::World world(2);
+      at::Tensor got0, got1;
+      std::thread rank1([&] {
+        ThreadCommunicator comm(world, 1);
+        got1 = moe_forward(half1, layer, x1, ids1, comm, *arith);
+      });
+      ThreadCommunicator comm0(world, 0);
+      got0 = moe_forward(half0, layer, x0, ids0, comm0, *arith);
+      rank1.join();
+      const bool same = at::equal(at::cat({got0, got1}), want);
+      if (invariant) {
+        EXPECT_TRUE(same) << "layer " << layer << ": max |diff| " << (at::cat({got0, got1}) - want).abs().max().item<double>();
+      } else {
+        EXPECT_FALSE(same) << "layer " << layer << ": the official sums should group by rank (the control)";
+        EXPECT_LT((at::cat({got0, got1}) - want).abs().max().item<double>(), 1e-5);
+      }
+    }
+  }
+}
+
 TEST(ExpertParallel, TwoRankModelMatchesSingleRankModel) {
   const ModelConfig config = tiny_fast_test_config();
   const ModelWeights full = random_weights(config, kF32, 5, at::kCPU);
