@@ -104,6 +104,24 @@ TEST(RandomWeights, KeptFp8LinearsForwardEqualsDequantizedForward) {
   EXPECT_TRUE(at::equal(a, b)) << "max |diff| " << (a - b).abs().max().item<double>();
 }
 
+// The grouped output projection of a kept FP8 wo_a, group by group where its rows fill whole
+// 128-row scale blocks (each group's codes and scale rows): the dequantized projection's values.
+TEST(RandomWeights, KeptFp8GroupedProjectionTakesEachGroupsScaleRows) {
+  const int64_t G = 4, N = 256, K = 96, T = 5;  // N a multiple of 128: group g's scale rows 2g, 2g + 1
+  at::Generator gen = at::detail::createCPUGenerator(6);
+  const at::Tensor dense = at::randn({G * N, K}, gen) * at::linspace(0.01, 4.0, G * N).unsqueeze(1);  // scales differ by row block
+  auto [codes, e8m0] = quantize_fp8_blockwise(dense);
+  const Linear kept{codes, decode_e8m0(e8m0)};
+  const at::Tensor x = at::randn({T, G, K}, gen);
+  const at::Tensor got = Arithmetic::official().group_linear(x, kept);
+  const at::Tensor want = Arithmetic::official().group_linear(x, dequant_fp8_blockwise(codes, e8m0, at::kFloat).view({G, N, K}));
+  ASSERT_EQ(got.sizes(), (at::IntArrayRef{T, G * N}));
+  EXPECT_LT((got - want).abs().max().item<double>(), 1e-4 * want.abs().max().item<double>());
+  // A wrong group's scale rows would be off by the row blocks' ratio, far beyond that bound.
+  const Linear shuffled{codes, decode_e8m0(e8m0).flip(0).contiguous()};
+  EXPECT_GT((Arithmetic::official().group_linear(x, shuffled) - want).abs().max().item<double>(), 0.1 * want.abs().max().item<double>());
+}
+
 // Packed FP4 experts give the same logits as the same experts dequantized up front.
 TEST(RandomWeights, PackedExpertsForwardEqualsDequantizedForward) {
   const ModelConfig config = tiny_fast_test_config();
