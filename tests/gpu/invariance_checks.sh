@@ -64,23 +64,26 @@ for model in ${INVARIANCE_MODELS:-tiny slice}; do
   run ${model}_seqs64 "$spec" --max-num-seqs 64 --num-blocks 4096
   same "$work/${model}_base" "$work/${model}_seqs64" "$model, --max-num-seqs 64"
   # kill -9 once finished records are on disk (in the ordered results or, finished before an
-  # earlier request, in the waiting file that --resume reads back), then --resume.
+  # earlier request, in the waiting file that --resume reads back), then --resume. Records are
+  # flushed every 0.25 s in this run and its resume (job file; the record bytes do not depend on
+  # it), so the tiny job's few seconds leave room for the kill.
   rm -rf "$work/${model}_kill"
+  echo '{"flush_interval_s": 0.25}' >"$work/fast_flush.json"
   "$bin" generate --model "$spec" --input "$work/prompts.jsonl" --output "$work/${model}_kill" --max-num-batched-tokens 8192 --seed 3 \
-    --max-num-seqs 256 --num-blocks 4096 "${extra[@]}" >/dev/null 2>"$work/${model}_kill.log" &
+    --max-num-seqs 256 --num-blocks 4096 --job "$work/fast_flush.json" "${extra[@]}" >/dev/null 2>"$work/${model}_kill.log" &
   pid=$!
-  for _ in $(seq 3000); do
+  for _ in $(seq 6000); do
     [ -s "$(ls "$work/${model}_kill"/waiting-*.jsonl.zst 2>/dev/null | head -1)" ] && break
-    [ "$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)" -gt 0 ] && break
+    [ -s "$(ls "$work/${model}_kill"/results-*.jsonl.zst.partial 2>/dev/null | head -1)" ] && break
     kill -0 $pid 2>/dev/null || break
-    sleep 0.1
+    sleep 0.05
   done
-  sleep 0.5
+  sleep 0.3
   waiting=$(cat "$work/${model}_kill"/waiting-*.jsonl.zst 2>/dev/null | wc -c)
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   kept=$("$bin" cat "$work/${model}_kill" 2>/dev/null | wc -l)
   "$bin" generate --model "$spec" --input "$work/prompts.jsonl" --output "$work/${model}_kill" --max-num-batched-tokens 8192 --seed 3 \
-    --max-num-seqs 256 --num-blocks 4096 "${extra[@]}" --resume >/dev/null 2>"$work/${model}_resume.log" || echo "FAIL: --resume exited $?"
+    --max-num-seqs 256 --num-blocks 4096 --job "$work/fast_flush.json" "${extra[@]}" --resume >/dev/null 2>"$work/${model}_resume.log" || echo "FAIL: --resume exited $?"
   same "$work/${model}_base" "$work/${model}_kill" "$model, kill -9 with $kept ordered records readable and a waiting file of $waiting bytes, then --resume"
   if [ "$gpus" -ge 2 ]; then
     rm -rf "$work/${model}_ranks2"
