@@ -106,7 +106,10 @@ int64_t step_workspace_bytes(const ModelConfig& c, at::ScalarType dtype, const S
   }
   const int64_t attention = 3 * T * c.num_heads * c.head_dim * e + transient;
   const int64_t pairs = T * c.num_experts_per_tok;
-  const int64_t moe = pairs * (D * (e + 8) + 3 * c.moe_intermediate_size * e);
+  // The FP4 kernels round each prefill tile's rows up to 32 (model/cuda/moe_fp4_gemm.h): at most 31
+  // rows more of x and activations per expert with over 8 rows.
+  const int64_t padding = 31 * std::min<int64_t>(c.n_routed_experts, pairs / 9) * (D + c.moe_intermediate_size) * e;
+  const int64_t moe = pairs * (D * (e + 8) + 3 * c.moe_intermediate_size * e) + padding;
   const int64_t logits = 3 * step.sampled_rows * c.vocab_size * 4 + kScoreSliceRows * c.vocab_size * 32;
   // What else is alive across the sub-blocks, and the caching allocator's rounding: the peaks
   // measured on H200 (v4-flash-slice at 4K-128K with gathered attention, docs/benchmarks.md)

@@ -417,8 +417,9 @@ at::Generator make_generator(uint64_t seed, at::Device device) {
 bool moe_fp4_supported(at::Device device, int64_t hidden, int64_t intermediate, int64_t experts) {
   if (!device.is_cuda() || !moe_fp4_shape_supported(hidden, intermediate, experts)) return false;
   const int index = device.has_index() ? device.index() : c10::cuda::current_device();
-  int major = 0;
-  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) == cudaSuccess && major >= 8;
+  int major = 0, minor = 0;  // the GEMMs are sm_90a code (wgmma): compute capability 9.0 only
+  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) == cudaSuccess &&
+         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) == cudaSuccess && major == 9 && minor == 0;
 }
 
 at::Tensor moe_fp4(const MoeFp4& in) {
@@ -428,7 +429,7 @@ at::Tensor moe_fp4(const MoeFp4& in) {
               "cuda::moe_fp4: contiguous bfloat16 CUDA x [N, D] expected, got ", x.scalar_type(), " ", x.sizes(), " on ", x.device());
   const int64_t N = x.size(0), D = x.size(1), I = in.intermediate, E = in.w2_packed.numel();
   TORCH_CHECK(moe_fp4_supported(x.device(), D, I, E), "cuda::moe_fp4: D ", D, " and I ", I, " must be multiples of 128 up to 12288 and E ",
-              E, " in [1, 1024], on a GPU of sm_80 or later");
+              E, " in [1, 1024], on a GPU of compute capability 9.0");
   const auto is = [](const at::Tensor& t, at::ScalarType type) { return t.defined() && t.scalar_type() == type && t.is_contiguous(); };
   TORCH_CHECK(is(in.experts, at::kLong) && in.experts.dim() == 2 && in.experts.size(0) == N && in.experts.size(1) >= 1 &&
                   is(in.routing_weights, at::kFloat) && in.routing_weights.sizes() == in.experts.sizes(),

@@ -1,14 +1,14 @@
 #pragma once
 // A layer's routed experts straight from packed FP4 (W4A16): grouped GEMMs that stream each
 // expert's e2m1 weights and e8m0 scales from HBM once, dequantize them in registers to bfloat16
-// and multiply on bf16 tensor cores (mma.sync m16n8k16, float32 accumulation). No dequantized
-// copy of a weight exists anywhere. The ATen reference is ExpertWorkspace's dequantize-then-
-// at::_grouped_mm path (model/moe_grouped.h); this computes the same arithmetic:
+// and multiply on bf16 tensor cores with float32 accumulation. No dequantized copy of a weight
+// exists anywhere. The ATen reference is ExpertWorkspace's dequantize-then-at::_grouped_mm path
+// (model/moe_grouped.h); this computes the same arithmetic:
 //   h = bf16(x w1^T), bf16(x w3^T)                       (float32 sums, one rounding each)
 //   act = bf16(bf16(silu(min(h1, L))) * clamp(h3, -L, L))   (no clamp when swiglu_limit <= 0)
 //   y = bf16(act w2^T); per pair y * routing weight (float32); per token the k slots summed in
 //   slot order in float32; pairs of experts outside [first_expert, first_expert + E) add nothing.
-// Plain CUDA, no torch types.
+// Plain CUDA, no torch types; the GEMMs are sm_90a code (Hopper's wgmma): compute capability 9.0.
 //
 // Layouts. Expert e of the tables is expert first_expert + e. One FP4 matrix [rows, cols] is
 // packed [rows, cols / 2] uint8 (the low nibble the even column) and scale [rows, cols / 32]
@@ -22,13 +22,17 @@
 //
 // Work: one block sorts the (token, slot) pairs of owned experts by expert (a stable counting
 // sort, no atomics, no host read) and cuts each expert's rows into tiles on the device: up to 8
-// rows (decode: one 8-token MMA column tile, weights streamed once with a deep register
-// prefetch) or 64 rows (prefill: eight column tiles per weight fragment, the rows staged through
-// shared memory). Both regimes run the same k16 steps in the same order for every output
-// element, so a pair's result does not depend on how many rows its expert got or where they sit
-// (bitwise). Grids are persistent and sized on the host from bounds alone. Launches: the sort,
-// gate/up (decode tiles, then prefill tiles), down (the same), the sum over slots; with at most
-// 8 pairs no prefill launch (and no gather of the prefill rows before gate/up).
+// rows (decode: mma.sync m16n8k16 per warp, the tile's rows in shared memory, weights streamed
+// once through a register ring) or up to 128 (prefill: wgmma m64nRk16 with the weights as the
+// register operand and the tile's rows, R = rows rounded up to 32, brought into shared memory by
+// bulk copies from an "image" the gather wrote; two warpgroups multiply while one warp copies).
+// Both regimes run the same k16 steps in the same order for every output element, and
+// mma.sync and wgmma give such an element the same bits, so a pair's result does not depend on
+// how many rows its expert got or where they sit (bitwise; tests/model/moe_fp4_cuda_test.cpp).
+// Grids are persistent and sized on the host from bounds alone. Launches: the sort, the gather of
+// the prefill rows (more than 8 pairs), gate/up (decode tiles, then prefill tiles), down (the
+// same), the sum over slots; all but the first three are programmatic dependents of the one
+// before (their blocks start while it ends).
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -66,8 +70,9 @@ struct MoeFp4Args {
 // 1,024 (the sort keeps 33 E counters in shared memory).
 bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate, int64_t experts);
 
-// The scratch a call needs: the sorted pairs and tile lists, the gathered x rows of the prefill
-// tiles [tokens k, D] bfloat16 (more than 8 pairs), the activations [tokens k, I] bfloat16 and
+// The scratch a call needs: the sorted pairs, their weights and the tile lists, the images of the
+// prefill tiles' x rows (more than 8 pairs) and every tile's activations (a prefill tile's rows
+// rounded up to 32: at most tokens k + 31 min(E, tokens k / 9) rows of D and of I bfloat16), and
 // each pair's output [tokens k, D] float32.
 size_t moe_fp4_workspace_bytes(const MoeFp4Args& args);
 

@@ -5,6 +5,7 @@
 
 #include "model/cuda/mma.cuh"
 #include "model/cuda/moe_fp4_internal.cuh"
+#include "model/cuda/sm90_bulk.cuh"
 
 namespace deepinfer::model::cuda::moe_fp4_detail {
 namespace {
@@ -47,8 +48,9 @@ __device__ int block_exclusive_scan(int v, int* scratch, int* total) {
 // and a second walk places pair i at start[e] + offset[w][e] + its rank among the earlier
 // pairs of its chunk. So the pairs of an expert stay in pair order. Shared memory:
 // (kRouteWarps + 1) E ints.
-__global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* experts, int64_t pairs, int64_t first, int num_experts,
-                                                              int64_t* order, int4* small, int4* big, int32_t* counts) {
+__global__ void __launch_bounds__(kRouteThreads)
+    route_kernel(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, const float* weights, int64_t* order,
+                 float* sorted_weights, int4* small, int4* big, int64_t big_cap, int32_t* counts) {
   extern __shared__ int route_shared[];
   __shared__ int scratch[kRouteWarps];
   const int E = num_experts, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -71,7 +73,7 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* exp
     __syncwarp();
   }
   __syncthreads();
-  int start_base = 0, small_base = 0, big_base = 0;
+  int start_base = 0, small_base = 0, image_base = 0, big_base[kWidths] = {};
   for (int e0 = 0; e0 < E; e0 += kRouteThreads) {
     const int e = e0 + threadIdx.x;
     int rows = 0;
@@ -82,54 +84,87 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* exp
         rows += n;
       }
     }
-    int total = 0, small_total = 0, big_total = 0;
+    // Image rows: a decode tile's own rows, a prefill tile's rounded up to 32.
+    const int image = rows <= kSmallRows ? rows : rows / kTileRows * kTileRows + big_image_rows(rows % kTileRows);
+    int total = 0, small_total = 0, image_total = 0;
     const int start = start_base + block_exclusive_scan(rows, scratch, &total);
+    const int image_at = image_base + block_exclusive_scan(image, scratch, &image_total);
     const int n_small = rows >= 1 && rows <= kSmallRows ? 1 : 0;
     const int n_big = rows > kSmallRows ? (rows + kTileRows - 1) / kTileRows : 0;
     const int small_at = small_base + block_exclusive_scan(n_small, scratch, &small_total);
-    const int big_at = big_base + block_exclusive_scan(n_big, scratch, &big_total);
     if (e < E) expert_start[e] = start;
-    if (n_small) small[small_at] = make_int4(e, start, rows, 0);
-    for (int q = 0; q < n_big; ++q) big[big_at + q] = make_int4(e, start + q * kTileRows, min(kTileRows, rows - q * kTileRows), 0);
+    if (n_small) small[small_at] = make_int4(e, start, rows, image_at);
+    // Prefill tiles by image width: the full ones (128 rows) in class kWidths - 1, a shorter last one in its own.
+    const int last = rows > kSmallRows && rows % kTileRows != 0 ? big_image_rows(rows % kTileRows) / kImageStep - 1 : -1;
+#pragma unroll
+    for (int c = 0; c < kWidths; ++c) {
+      const int n = (c == kWidths - 1 ? (rows > kSmallRows ? rows / kTileRows : 0) : 0) + (last == c ? 1 : 0);
+      int class_total = 0;
+      const int at = big_base[c] + block_exclusive_scan(n, scratch, &class_total);
+      for (int q = 0; q < n; ++q) {
+        const int first_row = c == kWidths - 1 && q < rows / kTileRows ? q * kTileRows : rows / kTileRows * kTileRows;
+        big[c * big_cap + at + q] = make_int4(e, start + first_row, min(kTileRows, rows - first_row), image_at + first_row);
+      }
+      big_base[c] += class_total;
+    }
+    (void)n_big;
+    image_base += image_total;
     start_base += total;
     small_base += small_total;
-    big_base += big_total;
   }
   __syncthreads();
   for (int64_t c = begin; c < end; c += 32) {
     const int key = key_of(c + lane);
     const unsigned peers = __match_any_sync(0xffffffffu, key);
-    if (key >= 0) order[expert_start[key] + mine[key] + __popc(peers & ((1u << lane) - 1u))] = c + lane;
+    if (key >= 0) {
+      const int at = expert_start[key] + mine[key] + __popc(peers & ((1u << lane) - 1u));
+      order[at] = c + lane;
+      sorted_weights[at] = weights[c + lane];
+    }
     __syncwarp();
     if (key >= 0 && lane == __ffs(peers) - 1) mine[key] += __popc(peers);
     __syncwarp();
   }
   if (threadIdx.x == 0) {
     counts[0] = small_base;
-    counts[1] = big_base;
+    counts[1] = big_base[0] + big_base[1] + big_base[2] + big_base[3];
+    for (int c = 0; c < kWidths; ++c) counts[4 + c] = big_base[c];
     counts[2] = start_base;
   }
 }
 
-// The prefill tiles' x rows in sorted order, in operand order (times 2^64): one warp per row.
-__global__ void gather_kernel(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, const int32_t* count, int dim,
-                              __nv_bfloat16* gathered) {
+// The prefill tiles' x images (moe_fp4_internal.cuh): one warp per tile row, one lane per
+// (superblock, group column) unit of four 16-byte loads.
+__global__ void gather_kernel(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, int64_t big_cap,
+                              const int32_t* counts, int dim, uint8_t* images) {
   const int lane = threadIdx.x & 31;
-  const int64_t slots = int64_t{*count} * kTileRows, warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  int begin[kWidths + 1] = {0};
+  for (int c = 0; c < kWidths; ++c) begin[c + 1] = begin[c] + counts[4 + c];
+  const int64_t slots = int64_t{begin[kWidths]} * kTileRows, warps = int64_t{gridDim.x} * (blockDim.x / 32);
   for (int64_t i = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32; i < slots; i += warps) {
-    const int4 tile = big[i / kTileRows];
+    const int index = static_cast<int>(i / kTileRows);
+    int c = 0;
+    while (index >= begin[c + 1]) ++c;
+    const int4 tile = big[c * big_cap + index - begin[c]];
     const int r = static_cast<int>(i % kTileRows);
     if (r >= tile.z) continue;
-    const int64_t row = tile.y + r;
-    const uint4* src = reinterpret_cast<const uint4*>(x + order[row] / k * dim);
-    uint4* dst = reinterpret_cast<uint4*>(gathered + row * dim);
-    for (int G = lane; G < dim / 8; G += 32) dst[G] = to_operand(__ldg(src + G));
+    const __nv_bfloat16* src = x + order[tile.y + r] / k * dim;
+    uint8_t* image = images + int64_t{tile.w} * dim * 2;
+    for (int u = lane; u < dim / 32; u += 32) {
+      const int sb = u >> 2, w = u & 3;
+      const uint4* group = reinterpret_cast<const uint4*>(src + sb * kSuper) + w;
+      uint4 v[4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) v[t] = __ldg(group + 4 * t);
+      store_group_column(image, big_image_rows(tile.z), r, sb, w, v);
+    }
   }
 }
 
 // out[t] = the sum of its k pairs' outputs in slot order, those of experts outside [first, last) left out.
 __global__ void combine_kernel(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
                                float* out) {
+  sm90::wait_for_previous_grid();
   const int quads = dim / 4;
   const int64_t total = tokens * quads, stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -151,6 +186,7 @@ __global__ void combine_kernel(const float* per_pair, const int64_t* experts, in
 // out[t, s] = pair (t, s)'s output, 0 for experts outside [first, last) (MoeFp4Args::per_slot).
 __global__ void slots_kernel(const float* per_pair, const int64_t* experts, int64_t pairs, int64_t first, int64_t last, int dim,
                              float* out) {
+  sm90::wait_for_previous_grid();
   const int quads = dim / 4;
   const int64_t total = pairs * quads, stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
@@ -164,18 +200,18 @@ __global__ void slots_kernel(const float* per_pair, const int64_t* experts, int6
 
 size_t route_shared_bytes(int num_experts) { return size_t{kRouteWarps + 1} * num_experts * sizeof(int); }
 
-cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, int64_t* order, int4* small, int4* big,
-                         int32_t* counts, cudaStream_t stream) {
+cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, const float* weights, int64_t* order,
+                         float* sorted_weights, int4* small, int4* big, int64_t big_cap, int32_t* counts, cudaStream_t stream) {
   return launch_with_shared(route_kernel, dim3(1), kRouteThreads, route_shared_bytes(num_experts), stream, experts, pairs, first,
-                            num_experts, order, small, big, counts);
+                            num_experts, weights, order, sorted_weights, small, big, big_cap, counts);
 }
 
-cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, const int32_t* count, int64_t max_tiles,
-                          int dim, __nv_bfloat16* gathered, int sms, cudaStream_t stream) {
+cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, int64_t big_cap, const int32_t* counts,
+                          int dim, uint8_t* images, int sms, cudaStream_t stream) {
   constexpr int kWarpsPerBlock = 8;
-  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (max_tiles * kTileRows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (big_cap * kTileRows + kWarpsPerBlock - 1) / kWarpsPerBlock);
   if (blocks <= 0) return cudaSuccess;
-  gather_kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(x, order, k, big, count, dim, gathered);
+  gather_kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(x, order, k, big, big_cap, counts, dim, images);
   return cudaGetLastError();
 }
 
@@ -184,12 +220,11 @@ cudaError_t launch_combine(const float* per_pair, const int64_t* experts, int64_
   const int64_t rows = per_slot ? tokens * k : tokens;
   const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (rows * dim / 4 + 255) / 256);
   if (blocks <= 0) return cudaSuccess;
-  if (per_slot) {
-    slots_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(per_pair, experts, rows, first, last, dim, out);
-  } else {
-    combine_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(per_pair, experts, tokens, k, first, last, dim, out);
-  }
-  return cudaGetLastError();
+  if (per_slot)
+    return launch_dependent(slots_kernel, dim3(static_cast<unsigned>(blocks)), 256, 0, stream, per_pair, experts, rows, first, last, dim,
+                            out);
+  return launch_dependent(combine_kernel, dim3(static_cast<unsigned>(blocks)), 256, 0, stream, per_pair, experts, tokens, k, first, last,
+                          dim, out);
 }
 
 }  // namespace deepinfer::model::cuda::moe_fp4_detail

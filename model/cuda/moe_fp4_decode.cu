@@ -1,0 +1,186 @@
+// The decode regime of the FP4 expert GEMMs (moe_fp4_weights.cuh): tiles of at most 8 rows,
+// each warp on mma.sync m16n8k16 with its weights streamed from HBM through registers.
+#include <algorithm>
+#include <atomic>
+
+#include "model/cuda/mma.cuh"
+#include "model/cuda/moe_fp4_weights.cuh"
+#include "model/cuda/sm90_bulk.cuh"
+
+namespace deepinfer::model::cuda::moe_fp4_detail {
+namespace {
+
+#ifndef DEEPINFER_MOE_DECODE_PREFETCH
+#define DEEPINFER_MOE_DECODE_PREFETCH 4
+#endif
+constexpr int kDecodePrefetch = DEEPINFER_MOE_DECODE_PREFETCH;  // superblocks of weights in registers
+#ifndef DEEPINFER_MOE_DECODE_BLOCKS
+#define DEEPINFER_MOE_DECODE_BLOCKS 4
+#endif
+constexpr int kDecodeMinBlocks = DEEPINFER_MOE_DECODE_BLOCKS;
+
+// The decode epilogue: columns (tile rows) 2 t + e of the accumulators' n8 tile.
+template <bool kGateUp>
+__device__ __forceinline__ void store_columns(const GemmArgs& a, const float (&acc)[4], int4 tile, int fm) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int e = 0; e < 2; ++e) {
+    const int r = 2 * t + e;
+    if (r >= tile.z) continue;
+    if constexpr (kGateUp) {  // row tile.w + r, each group of 8 in to_operand order
+      const float v = swiglu(acc[e], acc[2 + e], a.limit);
+      auto* row = reinterpret_cast<__nv_bfloat16*>(a.act + (int64_t{tile.w} + r) * a.F * 2);
+      row[(fm & ~7) | ((fm & 3) << 1) | ((fm >> 2) & 1)] = __float2bfloat16_rn(v * 0x1p64f);
+    } else {
+      const int64_t pair = a.order[tile.y + r];
+      const float w = a.routing_weights[pair];
+      float* dst = a.per_pair + pair * a.F + fm;
+      dst[0] = bf16_round(acc[e]) * w;
+      dst[8] = bf16_round(acc[2 + e]) * w;
+    }
+  }
+}
+
+// Decode rows: row n of a tile at n K 2 bytes of shared memory, superblock sb at + 256 sb, its
+// 16-byte group G (values 8 G .. 8 G + 7 of the superblock, in to_operand order) at slot
+// decode_slot(n, G): swizzled so that a quarter warp's 16-byte loads (2 rows x 4 threads) hit
+// distinct banks. Thread (g, t) of a warp reads its column g's groups 4 t .. 4 t + 3 (one scale
+// block) at decode_unit(g, t) ^ (w << 4), w = 0..3.
+__device__ __forceinline__ int decode_slot(int n, int G) { return (G & ~3) | ((G & 3) ^ (G >> 3) ^ ((n & 1) << 1)); }
+__device__ __forceinline__ uint32_t decode_unit(int g, int t) { return 64 * t + 16 * ((t >> 1) ^ ((g & 1) << 1)); }
+
+// The tile's rows (at most 8; the rest left as they are: they feed only columns never stored)
+// into shared memory in the decode layout: gate/up from x (by token), down from the activations
+// gate/up wrote for the tile (rows tile.w + n, already in to_operand order).
+template <bool kGateUp>
+__device__ void stage_decode_rows(const GemmArgs& a, uint8_t* smem, int4 tile, const int64_t* pair) {
+  const int rows = tile.z;
+  const int shift = rows <= 1 ? 7 : rows <= 2 ? 6 : rows <= 4 ? 5 : 4;  // threads per row: 1 << shift
+  const int n = threadIdx.x >> shift, lane = threadIdx.x & ((1 << shift) - 1), groups = a.K / 8, stride = 1 << shift;
+  if (n >= rows) return;
+  const int64_t src_row = kGateUp ? pair[n] / a.k : int64_t{tile.w} + n;
+  const uint4* src = reinterpret_cast<const uint4*>((kGateUp ? reinterpret_cast<const uint8_t*>(a.x) : a.act) + src_row * a.K * 2) + lane;
+  // Group lane + stride i: superblock (lane >> 4) + (stride >> 4) i, the same slot in each.
+  uint8_t* dst = smem + n * (a.K * 2) + (lane >> 4) * 256 + 16 * decode_slot(n, lane & 15);
+  const int per_thread = lane < groups ? (groups - lane + stride - 1) >> shift : 0, sb_step = (stride >> 4) * 256;
+  constexpr int kBatch = 8;
+  for (int i0 = 0; i0 < per_thread; i0 += kBatch) {
+    uint4 v[kBatch];
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q)
+      if (i0 + q < per_thread) v[q] = __ldg(src + int64_t{i0 + q} * stride);
+#pragma unroll
+    for (int q = 0; q < kBatch; ++q)
+      if (i0 + q < per_thread) *reinterpret_cast<uint4*>(dst + (i0 + q) * sb_step) = kGateUp ? to_operand(v[q]) : v[q];
+  }
+}
+
+// Decode: the superblock's eight k16 steps on mma.sync (each warp on its own: no warpgroup
+// lockstep, which made a wgmma version of this kernel slower at a few rows), B the tile's
+// rows in the decode layout, this thread's groups at rows + (off ^ (w << 4)) (off: its column
+// g's unit in the superblock).
+__device__ __forceinline__ void multiply_decode(float (&acc)[4], const Raw& r, const uint8_t* rows, uint32_t off) {
+  const uint32_t f_lo = scale_pair(r.lo_scale), f_hi = scale_pair(r.hi_scale);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t lo = word(r.lo, w), hi = word(r.hi, w), lo8 = lo >> 8, hi8 = hi >> 8;
+    const uint32_t a0[4] = {mul_bf16x2(e2m1_pair<0>(lo), f_lo), mul_bf16x2(e2m1_pair<0>(hi), f_hi), mul_bf16x2(e2m1_pair<1>(lo), f_lo),
+                            mul_bf16x2(e2m1_pair<1>(hi), f_hi)};
+    const uint32_t a1[4] = {mul_bf16x2(e2m1_pair<0>(lo8), f_lo), mul_bf16x2(e2m1_pair<0>(hi8), f_hi), mul_bf16x2(e2m1_pair<1>(lo8), f_lo),
+                            mul_bf16x2(e2m1_pair<1>(hi8), f_hi)};
+    const uint4 v = *reinterpret_cast<const uint4*>(rows + (off ^ (w << 4)));
+    mma(acc, a0, v.x, v.y);
+    mma(acc, a1, v.z, v.w);
+  }
+}
+
+// Decode: one block of 4 warps per (tile of at most 8 rows, slice of 64 weight rows), persistent
+// over them; the tile's rows (the whole reduction length) staged in shared memory, each warp's
+// weights streamed from HBM through a register ring kDecodePrefetch superblocks deep. mma.sync
+// m16n8k16 gives an element the same bits as the prefill's wgmma (the same k16 steps in the same
+// order; checked bit for bit by moe_micro and moe_cuda_tests), so a pair's result does not depend
+// on its expert's regime. Down is launched as a programmatic dependent of the kernel before it:
+// its weights' prefetch starts before the activations exist.
+template <bool kGateUp>
+__global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks) decode_kernel(const GemmArgs a) {
+  using Frag = Fragment<kGateUp>;
+  extern __shared__ __align__(16) uint8_t rows_smem[];  // [8][K] bfloat16, decode layout
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int nsb = a.K / kSuper, slices = a.F / Frag::kFeaturesPerGroup;
+  sm90::allow_next_grid();
+  bool waited = kGateUp;
+  const int items = *a.count * slices;
+  const uint32_t unit = g * (a.K * 2) + decode_unit(g, t);  // this thread's unit of its column g in a superblock
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const int4 tile = a.tiles[item / slices];
+    const int f_warp = item % slices * Frag::kFeaturesPerGroup + warp * Frag::kFeaturesPerWarp;
+    const Frag frag(a, tile.x, f_warp);
+    Raw ring[kDecodePrefetch];
+#pragma unroll
+    for (int s = 0; s < kDecodePrefetch; ++s)
+      if (s < nsb) frag.load(ring[s], s);
+    if (!waited) {
+      sm90::wait_for_previous_grid();  // the activations are gate/up's
+      waited = true;
+    }
+    stage_decode_rows<kGateUp>(a, rows_smem, tile, a.order + tile.y);
+    __syncthreads();
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int sb0 = 0; sb0 < nsb; sb0 += kDecodePrefetch) {
+#pragma unroll
+      for (int s = 0; s < kDecodePrefetch; ++s) {
+        const int sb = sb0 + s;
+        if (sb < nsb) {
+          const Raw cur = ring[s];
+          if (sb + kDecodePrefetch < nsb) frag.load(ring[s], sb + kDecodePrefetch);
+          multiply_decode(acc, cur, rows_smem, unit + sb * 256);
+        }
+      }
+    }
+    store_columns<kGateUp>(a, acc, tile, f_warp + g);
+    __syncthreads();  // the next item overwrites the rows
+  }
+  if (!waited) sm90::wait_for_previous_grid();  // so this grid never ends before the one it follows
+}
+
+// Blocks of `kernel` resident per SM with `shared` bytes of shared memory, cached per kernel,
+// device and shared size.
+template <typename Kernel>
+cudaError_t resident_blocks(Kernel kernel, int threads, size_t shared, int device, int& blocks) {
+  constexpr int kDevices = 64;
+  static std::atomic<int64_t> cache[kDevices];  // shared << 16 | blocks, per instantiation of this template
+  const bool cached = device >= 0 && device < kDevices;
+  if (cached) {
+    const int64_t entry = cache[device].load(std::memory_order_relaxed);
+    if (entry != 0 && static_cast<size_t>(entry >> 16) == shared) {
+      blocks = static_cast<int>(entry & 0xFFFF);
+      return cudaSuccess;
+    }
+  }
+  cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
+  if (error == cudaSuccess) error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared);
+  if (error != cudaSuccess) return error;
+  blocks = std::min(std::max(blocks, 1), 0xFFFF);
+  if (cached) cache[device].store(static_cast<int64_t>(shared) << 16 | blocks, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+}  // namespace
+
+template <bool kGateUp>
+cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int sms, bool dependent, cudaStream_t stream) {
+  const int64_t slices = g.F / Fragment<kGateUp>::kFeaturesPerGroup;
+  const size_t shared = size_t{kSmallRows} * g.K * 2;
+  int per_sm = 0;
+  const cudaError_t error = resident_blocks(decode_kernel<kGateUp>, kGroupThreads, shared, device, per_sm);
+  if (error != cudaSuccess) return error;
+  const int64_t blocks = std::min<int64_t>(max_tiles * slices, int64_t{sms} * per_sm);
+  if (blocks <= 0) return cudaSuccess;
+  if (!dependent) return launch_with_shared(decode_kernel<kGateUp>, dim3(static_cast<unsigned>(blocks)), kGroupThreads, shared, stream, g);
+  return launch_dependent(decode_kernel<kGateUp>, dim3(static_cast<unsigned>(blocks)), kGroupThreads, shared, stream, g);
+}
+
+template cudaError_t launch_decode<true>(const GemmArgs&, int64_t, int, int, bool, cudaStream_t);
+template cudaError_t launch_decode<false>(const GemmArgs&, int64_t, int, int, bool, cudaStream_t);
+
+}  // namespace deepinfer::model::cuda::moe_fp4_detail

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The torch-free routed-expert microbenchmark (tests/model/moe_micro.cu) on the GPU machine: built
+# with nvcc alone (seconds, no LibTorch), then run for the token counts of issue 18 (1, 64, 256,
+# 4,096 at v4-flash-slice's dimensions). With a reference copy of the kernels (made here first by
+# `tests/gpu/moe_micro.sh --prepare REV`: git REV's model/cuda/ into .deps/moe_ref/, its kernels
+# compiled against its own headers with -Ddeepinfer=deepinfer_ref), each output is compared with
+# that revision's and both are timed in the same run. `profile` as an argument adds each kernel's
+# device time from Nsight Compute (one call at 1 and at 4,096 tokens; ncu serializes the kernels).
+# `--build-only` builds here (nvcc needs no GPU) and stops; `--no-build` runs what build-micro/
+# holds (carry it), so the call spends no device time compiling.
+#   tests/gpu/moe_micro.sh --prepare e40fd58           (here, before the call; .deps travels as carry)
+#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile]
+set -uo pipefail
+if [ "${1:-}" = "--prepare" ]; then
+  rm -rf .deps/moe_ref && mkdir -p .deps/moe_ref
+  git archive "${2:-HEAD}" model/cuda | tar -x -C .deps/moe_ref || exit 1
+  echo "reference kernels of ${2:-HEAD} in .deps/moe_ref"
+  exit 0
+fi
+build=1 run=1
+case "${1:-}" in
+  --build-only) run=0; shift ;;
+  --no-build) build=0; shift ;;
+esac
+mode=${1:-}
+out=${OUT:-/tmp}
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+M=build-micro/moe_micro
+if [ $build = 1 ]; then
+  mkdir -p build-micro
+  : > "$out/moe_micro_build.log"
+  ref=()
+  if [ -f .deps/moe_ref/model/cuda/moe_fp4_gemm.cu ]; then
+    for src in .deps/moe_ref/model/cuda/moe_fp4_*.cu; do
+      f=$(basename "$src" .cu)
+      # The reference's arch: sm_90a where its kernels use wgmma, else sm_90.
+      arch=(-arch=sm_90)
+      grep -q wgmma "$src" && arch=(-gencode=arch=compute_90a,code=sm_90a)
+      $nvcc -std=c++17 -O3 "${arch[@]}" -I.deps/moe_ref -I. -Ddeepinfer=deepinfer_ref -c "$src" \
+        -o build-micro/moe_ref_$f.o >> "$out/moe_micro_build.log" 2>&1 || { cat "$out/moe_micro_build.log"; exit 1; }
+      ref+=(build-micro/moe_ref_$f.o)
+    done
+    ref=(-DDEEPINFER_MICRO_REFERENCE "${ref[@]}")
+  fi
+  # The kernels: the prefill GEMMs for sm_90a (wgmma), the rest for sm_90.
+  objs=()
+  for f in moe_fp4_gemm moe_fp4_decode moe_fp4_route moe_fp4_prefill; do
+    arch=(-arch=sm_90)
+    [ $f = moe_fp4_prefill ] && arch=(-gencode=arch=compute_90a,code=sm_90a)
+    $nvcc -std=c++17 -O3 "${arch[@]}" -lineinfo -I. -Xptxas -v -c model/cuda/$f.cu -o build-micro/$f.o >> "$out/moe_micro_build.log" 2>&1 ||
+      { cat "$out/moe_micro_build.log"; exit 1; }
+    objs+=(build-micro/$f.o)
+  done
+  $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_micro.cu "${objs[@]}" "${ref[@]}" -o $M >> "$out/moe_micro_build.log" 2>&1 ||
+    { cat "$out/moe_micro_build.log"; exit 1; }
+  grep -E "registers|spill|C75" "$out/moe_micro_build.log" | grep -v "0 bytes spill" | head -20
+fi
+# Variants named in MOE_VARIANTS as NAME:FLAGS (e.g. "pf8:-DDEEPINFER_MOE_PREFILL_PREFETCH=8"; commas for
+# spaces): the kernels rebuilt with those flags into build-micro/moe_micro_NAME, run after the main binary.
+if [ $build = 1 ]; then
+  for v in ${MOE_VARIANTS:-}; do
+    name=${v%%:*} flags=${v#*:}
+    vobjs=()
+    for f in moe_fp4_gemm moe_fp4_decode moe_fp4_route moe_fp4_prefill; do
+      arch=(-arch=sm_90)
+      [ $f = moe_fp4_prefill ] && arch=(-gencode=arch=compute_90a,code=sm_90a)
+      $nvcc -std=c++17 -O3 "${arch[@]}" -I. ${flags//,/ } -c model/cuda/$f.cu -o build-micro/${f}_$name.o >> "$out/moe_micro_build.log" 2>&1 ||
+        { cat "$out/moe_micro_build.log"; exit 1; }
+      vobjs+=(build-micro/${f}_$name.o)
+    done
+    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_micro.cu "${vobjs[@]}" -o build-micro/moe_micro_$name >> "$out/moe_micro_build.log" 2>&1 ||
+      { cat "$out/moe_micro_build.log"; exit 1; }
+  done
+fi
+[ $run = 1 ] || exit 0
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+# Against the reference copy (when built with one): the test suite's configurations, bit for bit.
+$M --check > "$out/moe_check.txt" 2>&1
+check_status=$?
+grep -cE "^  check" "$out/moe_check.txt" | sed 's/$/ configurations checked/'
+grep -E "DIFFERENT|: [1-9][0-9]* of [0-9]+ values| [1-9][0-9]* NaN|--check:|moe_micro:" "$out/moe_check.txt" | head -20
+$M --tokens 1,64,256,4096 --iters 20 2>&1 | tee "$out/moe_micro.txt"
+status=$(( ${PIPESTATUS[0]} + check_status ))
+for b in build-micro/moe_micro_*; do
+  [ -x "$b" ] || continue
+  echo "== variant ${b#build-micro/moe_micro_}"
+  $b --tokens 1,64,256,4096 --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO" | tee -a "$out/moe_micro.txt"
+done
+if [ "$mode" = profile ]; then
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for t in 1 64 4096; do
+    for side in "deepinfer::" "deepinfer_ref::"; do
+      echo "== ncu, $t tokens, kernels of ${side%::}: device time per launch (serialized), the first call's"
+      $ncu --clock-control none --metrics gpu__time_duration.sum --kernel-name-base demangled --kernel-name "regex:${side}model" \
+        --launch-count 8 $M --tokens $t --iters 1 > "$out/moe_ncu_${t}_${side%::}.txt" 2>&1
+      awk '/^  [a-zA-Z_].*\(/ { name = $0; sub(/^ +/, "", name); sub(/\(.*/, "", name); n = split(name, parts, "::"); name = parts[n] }
+           /gpu__time_duration.sum/ { printf "  %-40s %s %s\n", name, $3, $2 }' "$out/moe_ncu_${t}_${side%::}.txt"
+    done
+  done
+fi
+exit $status
