@@ -143,12 +143,13 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks) decode_kernel
   if (!waited) sm90::wait_for_previous_grid();  // so this grid never ends before the one it follows
 }
 
-// Blocks of `kernel` resident per SM with `shared` bytes of shared memory, cached per kernel,
-// device and shared size.
-template <typename Kernel>
-cudaError_t resident_blocks(Kernel kernel, int threads, size_t shared, int device, int& blocks) {
+// Blocks of decode_kernel<kGateUp> resident per SM with `shared` bytes of shared memory, cached
+// per kernel, device and shared size.
+template <bool kGateUp>
+cudaError_t resident_blocks(size_t shared, int device, int& blocks) {
   constexpr int kDevices = 64;
-  static std::atomic<int64_t> cache[kDevices];  // shared << 16 | blocks, per instantiation of this template
+  static std::atomic<int64_t> cache[kDevices];  // shared << 16 | blocks
+  const auto kernel = decode_kernel<kGateUp>;
   const bool cached = device >= 0 && device < kDevices;
   if (cached) {
     const int64_t entry = cache[device].load(std::memory_order_relaxed);
@@ -158,7 +159,7 @@ cudaError_t resident_blocks(Kernel kernel, int threads, size_t shared, int devic
     }
   }
   cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared));
-  if (error == cudaSuccess) error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, shared);
+  if (error == cudaSuccess) error = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kGroupThreads, shared);
   if (error != cudaSuccess) return error;
   blocks = std::min(std::max(blocks, 1), 0xFFFF);
   if (cached) cache[device].store(static_cast<int64_t>(shared) << 16 | blocks, std::memory_order_relaxed);
@@ -172,7 +173,7 @@ cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int 
   const int64_t slices = g.F / Fragment<kGateUp>::kFeaturesPerGroup;
   const size_t shared = size_t{kSmallRows} * g.K * 2;
   int per_sm = 0;
-  const cudaError_t error = resident_blocks(decode_kernel<kGateUp>, kGroupThreads, shared, device, per_sm);
+  const cudaError_t error = resident_blocks<kGateUp>(shared, device, per_sm);
   if (error != cudaSuccess) return error;
   const int64_t blocks = std::min<int64_t>(max_tiles * slices, int64_t{sms} * per_sm);
   if (blocks <= 0) return cudaSuccess;
