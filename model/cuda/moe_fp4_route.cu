@@ -90,7 +90,6 @@ __global__ void __launch_bounds__(kRouteThreads)
     const int start = start_base + block_exclusive_scan(rows, scratch, &total);
     const int image_at = image_base + block_exclusive_scan(image, scratch, &image_total);
     const int n_small = rows >= 1 && rows <= kSmallRows ? 1 : 0;
-    const int n_big = rows > kSmallRows ? (rows + kTileRows - 1) / kTileRows : 0;
     const int small_at = small_base + block_exclusive_scan(n_small, scratch, &small_total);
     if (e < E) expert_start[e] = start;
     if (n_small) small[small_at] = make_int4(e, start, rows, image_at);
@@ -107,7 +106,6 @@ __global__ void __launch_bounds__(kRouteThreads)
       }
       big_base[c] += class_total;
     }
-    (void)n_big;
     image_base += image_total;
     start_base += total;
     small_base += small_total;
