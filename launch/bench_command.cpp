@@ -149,6 +149,10 @@ Bench parse_bench(const Args& args) {
 BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
   const pipeline::MemoryPlan plan = check_memory_plan(b.model, b.config, b.device, b.dtype);
   auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed, 0, 1, b.config.keep_fp8_linears);
+  if (b.device.is_cuda()) {  // measured, beside the plan's count: what the loaded weights hold on the device
+    std::fprintf(stderr, "weights on %s after load: %.3f GiB allocated (FP8 linears %s)\n", b.device.str().c_str(),
+                 engine::cuda::device_memory(b.device).allocated / 1073741824.0, b.config.keep_fp8_linears ? "kept in FP8" : "dequantized");
+  }
   const model::ModelConfig& model_config = source.weights->config();
   pipeline::EngineOptions engine = pipeline::engine_options(b.config, model_config, b.dtype, b.device);
   std::vector<model::LayerType> layer_types;

@@ -56,9 +56,7 @@ at::Tensor BatchInvariantArithmetic::linear_fp8(const at::Tensor& x, const at::T
 
 at::Tensor BatchInvariantArithmetic::group_linear(const at::Tensor& x, const at::Tensor& w) const {
   if (!x.is_cuda()) return Arithmetic::group_linear(x, w);
-  std::vector<at::Tensor> groups;
-  for (int64_t g = 0; g < x.size(1); ++g) groups.push_back(linear(x.select(1, g), w[g]));
-  return at::cat(groups, 1);
+  return cuda::invariant_group_linear(x, w);  // every group in one launch, linear()'s arithmetic per group
 }
 
 at::Tensor BatchInvariantArithmetic::rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) const {

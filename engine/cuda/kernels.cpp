@@ -36,11 +36,12 @@ DeviceMemory device_memory(at::Device device) {
   size_t free = 0, total = 0;
   const cudaError_t error = cudaMemGetInfo(&free, &total);
   TORCH_CHECK(error == cudaSuccess, "cudaMemGetInfo on ", device, ": ", cudaGetErrorString(error));
-  DeviceMemory memory{.free = static_cast<int64_t>(free), .total = static_cast<int64_t>(total), .peak_allocated = 0, .peak_reserved = 0};
+  DeviceMemory memory{.free = static_cast<int64_t>(free), .total = static_cast<int64_t>(total)};
   // The caching allocator knows the device only once it allocated there (its stats throw before).
   if (at::empty({1}, at::TensorOptions().device(device)).defined()) {
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     constexpr size_t kAll = 0;  // StatType::AGGREGATE
+    memory.allocated = stats.allocated_bytes[kAll].current;
     memory.peak_allocated = stats.allocated_bytes[kAll].peak;
     memory.peak_reserved = stats.reserved_bytes[kAll].peak;
   }

@@ -23,6 +23,7 @@ at::Tensor gumbel_noise(const at::Tensor& keys, int64_t vocab_size);
 struct DeviceMemory {
   int64_t free = 0;
   int64_t total = 0;
+  int64_t allocated = 0;  // the caching allocator's bytes in use now
   int64_t peak_allocated = 0;
   int64_t peak_reserved = 0;
 };

@@ -1,17 +1,25 @@
 #pragma once
 // Batch-invariant dense GEMMs for the forward's linears: y[M, N] = x[M, K] W[N, K]^T, where every
 // output element (m, n) is computed with the same instructions in the same order whatever M is
-// and wherever row m sits, so a row's bits never depend on the rows batched with it. No split-K;
-// the tile configuration is chosen from (M, N, K) for speed, and every configuration runs the
-// same per-element arithmetic (docs/kernel-notes.md, "Batch-invariant dense GEMM"). Plain CUDA,
-// no torch types; the ATen binding is model/cuda/kernels.h invariant_linear().
+// and wherever row m sits, so a row's bits never depend on the rows batched with it. The
+// reduction is split into S = dense_gemm_bf16_splits(N, K, groups) ranges, a function of the
+// weights' shape alone (so small-N weights stream through enough blocks at decode, and M never changes
+// it); the tile configuration is chosen from (M, N, K) for speed, and every configuration runs
+// the same per-element arithmetic (docs/kernel-notes.md, "Batch-invariant dense GEMM"). Plain
+// CUDA, no torch types; the ATen bindings are model/cuda/kernels.h invariant_linear() and
+// invariant_group_linear().
 //
 // bfloat16 (tensor cores, mma.sync m16n8k16, sm_80+), float32 sums. The reduction dimension is
 // taken in units of 32 values; in unit u the element's two k16 steps are, in this order, step
 // h = 0, 1 over the values 32 u + 8 t + 4 h + {0, 1, 2, 3} for t = 0..3 (the MMA's k slots 2t,
 // 2t + 1, 2t + 8, 2t + 9 of quad thread t), x as the MMA's A operand (rows = tokens) and W as B
-// (columns = features); one float32 accumulator from 0 through the K / 16 steps, then rounded
-// once to the output type. Tokens past M and features past N are never stored.
+// (columns = features). Range s holds units [s U, min(K / 32, (s + 1) U)), U = ceil(K / 32 / S);
+// its float32 sum p_s starts at 0 and takes the range's k16 steps in order; the element is
+// ((p_0 + p_1) + ...) + p_{S-1} in float32 (just p_0 when S = 1), rounded once to the output
+// type. Tokens past M and features past N are never stored.
+//
+// Groups: `groups` GEMMs of one shape in one launch, group g reading x + g gx and W + g gw and
+// writing y + g gy (element offsets), e.g. the grouped output projection.
 //
 // float32 (CUDA cores, for the router and the mHC projection): K is cut into chunks of
 // L = 16 ceil(K / 4096) values (at most 256 chunks, the last one shorter); chunk c's partial is
@@ -20,7 +28,8 @@
 // Requirements (else cudaErrorInvalidValue): M >= 0 (0: nothing to do), N >= 1, M and N below
 // 2^31 - 256; x and W non-null with unit inner stride, 16-byte aligned, row strides (in elements) >= K
 // and a multiple of 8 (bfloat16) or 4 (float32); y non-null, aligned to its element, ldy >= N.
-// bfloat16: K a positive multiple of 32. float32: K a positive multiple of 4.
+// bfloat16: K a positive multiple of 32; groups 1..65535, gx, gw, gy >= 0; the workspace where
+// S > 1. float32: K a positive multiple of 4.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -36,6 +45,8 @@ struct DenseGemmBf16Args {
   int64_t ldx = 0, ldw = 0, ldy = 0;
   int64_t m = 0, n = 0, k = 0;
   bool out_float32 = false;
+  int64_t groups = 1, gx = 0, gw = 0, gy = 0;  // gx and gw multiples of 8
+  float* workspace = nullptr;                  // dense_gemm_bf16_workspace_bytes(m, n, k, groups) bytes, 8-byte aligned (none when 0)
 };
 
 struct DenseGemmF32Args {
@@ -46,13 +57,20 @@ struct DenseGemmF32Args {
   int64_t m = 0, n = 0, k = 0;
 };
 
+// S, the reduction's ranges for `groups` weights of N x K (1..8: as many as bring a one-token call
+// to 256 blocks of 64 features, each range at least 512 values), and the float32 scratch a call on the
+// current device needs for the ranges' sums (0 when S = 1 or when its blocks add them themselves).
+int dense_gemm_bf16_splits(int64_t n, int64_t k, int64_t groups = 1);
+int64_t dense_gemm_bf16_workspace_bytes(int64_t m, int64_t n, int64_t k, int64_t groups = 1);
+
 // Whether the kernels take N and K (the pointer and stride rules above are checked per call).
 bool dense_gemm_bf16_shape_supported(int64_t n, int64_t k);
 bool dense_gemm_f32_shape_supported(int64_t n, int64_t k);
 
 // The name of the tile configuration a call of these sizes runs on a device with `sms`
-// multiprocessors (for benchmarks; the choice never changes the result's bits).
-const char* dense_gemm_bf16_plan(int64_t m, int64_t n, int64_t k, int sms);
+// multiprocessors, `wgmma` where it has compute capability 9.0 (for benchmarks; the choice never
+// changes the result's bits).
+const char* dense_gemm_bf16_plan(int64_t m, int64_t n, int64_t k, int sms, bool wgmma);
 const char* dense_gemm_f32_plan(int64_t m, int64_t n, int64_t k, int sms);
 
 // cudaErrorInvalidValue for what the rules above exclude; else the launch's error.

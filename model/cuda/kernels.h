@@ -178,6 +178,9 @@ namespace deepinfer::model::cuda {
 
 bool invariant_linear_supported(const at::Tensor& x, const at::Tensor& w);
 at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::ScalarType out_dtype);
+// The grouped form: x [T, G, K] bfloat16, w [G, N, K] -> [T, G N], group g's columns [g N, (g + 1) N)
+// (x[:, g] times w[g]^T), every group in one launch with invariant_linear()'s per-element arithmetic.
+at::Tensor invariant_group_linear(const at::Tensor& x, const at::Tensor& w);
 // The tile configuration the kernels pick for `rows` rows of x against w (for benchmarks; the
 // choice never changes a bit of the result).
 std::string invariant_linear_plan(int64_t rows, const at::Tensor& w);

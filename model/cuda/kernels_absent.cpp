@@ -54,6 +54,7 @@ namespace deepinfer::model::cuda {
 
 bool invariant_linear_supported(const at::Tensor&, const at::Tensor&) { return false; }
 at::Tensor invariant_linear(const at::Tensor&, const at::Tensor&, at::ScalarType) { absent("cuda::invariant_linear"); }
+at::Tensor invariant_group_linear(const at::Tensor&, const at::Tensor&) { absent("cuda::invariant_group_linear"); }
 std::string invariant_linear_plan(int64_t, const at::Tensor&) { absent("cuda::invariant_linear_plan"); }
 
 }  // namespace deepinfer::model::cuda

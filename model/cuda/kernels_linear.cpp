@@ -36,6 +36,12 @@ int64_t rows_of(const at::Tensor& x) { return x.size(-1) > 0 ? x.numel() / x.siz
 
 constexpr int64_t kMaxRows = (int64_t{1} << 31) - 257;  // dense_gemm.h: M below 2^31 - 256
 
+// The float32 scratch of a split reduction (undefined when none is needed).
+at::Tensor workspace_for(int64_t bytes, at::Device device) {
+  if (bytes == 0) return {};
+  return at::empty({bytes / static_cast<int64_t>(sizeof(float))}, at::TensorOptions().device(device).dtype(at::kFloat));
+}
+
 }  // namespace
 
 bool invariant_linear_supported(const at::Tensor& x, const at::Tensor& w) {
@@ -87,6 +93,8 @@ at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::Scalar
     a.n = N;
     a.k = K;
     a.out_float32 = out_dtype == at::kFloat;
+    const at::Tensor workspace = workspace_for(dense_gemm_bf16_workspace_bytes(a.m, N, K), x.device());
+    a.workspace = workspace.defined() ? workspace.data_ptr<float>() : nullptr;
     check_launch(dense_gemm_bf16(a, stream), "dense_gemm_bf16");
   } else {
     DenseGemmF32Args a;
@@ -104,12 +112,45 @@ at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::Scalar
   return out.view(out_sizes);
 }
 
+at::Tensor invariant_group_linear(const at::Tensor& x, const at::Tensor& w) {
+  TORCH_CHECK(x.defined() && w.defined() && x.is_cuda() && w.is_cuda() && x.device() == w.device(),
+              "cuda::invariant_group_linear: x and w must be defined on one CUDA device");
+  TORCH_CHECK(x.dim() == 3 && w.dim() == 3 && x.size(1) == w.size(0) && x.size(2) == w.size(2),
+              "cuda::invariant_group_linear: x [T, G, K] and w [G, N, K] expected, got ", x.sizes(), " and ", w.sizes());
+  TORCH_CHECK(x.scalar_type() == at::kBFloat16 && w.scalar_type() == at::kBFloat16,
+              "cuda::invariant_group_linear: bfloat16 x and w expected, got ", x.scalar_type(), " and ", w.scalar_type());
+  const int64_t T = x.size(0), G = x.size(1), N = w.size(1), K = x.size(2);
+  TORCH_CHECK(dense_gemm_bf16_shape_supported(N, K) && G <= 65535 && T <= kMaxRows,
+              "cuda::invariant_group_linear: needs K a positive multiple of 32 and at most 65535 groups, got G ", G, ", N ", N, ", K ", K);
+  TORCH_CHECK(tensor_cores_on(x.device()), "cuda::invariant_group_linear: bfloat16 needs a GPU of sm_80 or later, ", x.device(),
+              " is older");
+  const at::Tensor xs = x.stride(2) == 1 && x.stride(1) % 8 == 0 && x.stride(0) % 8 == 0 && aligned_to(x, 16) ? x : x.contiguous();
+  const at::Tensor ws = w.is_contiguous() && aligned_to(w, 16) ? w : w.contiguous();
+  at::Tensor out = at::empty({T, G * N}, x.options());  // group g's outputs in columns [g N, (g + 1) N)
+  if (T == 0) return out;
+  const c10::cuda::CUDAGuard guard(x.device());
+  DenseGemmBf16Args a;
+  a.x = reinterpret_cast<const __nv_bfloat16*>(xs.data_ptr());
+  a.w = reinterpret_cast<const __nv_bfloat16*>(ws.data_ptr());
+  a.y = out.data_ptr();
+  a.ldx = xs.stride(0), a.ldw = K, a.ldy = G * N;
+  a.m = T, a.n = N, a.k = K;
+  a.groups = G, a.gx = xs.stride(1), a.gw = N * K, a.gy = N;
+  const at::Tensor workspace = workspace_for(dense_gemm_bf16_workspace_bytes(T, N, K, G), x.device());
+  a.workspace = workspace.defined() ? workspace.data_ptr<float>() : nullptr;
+  check_launch(dense_gemm_bf16(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream()), "dense_gemm_bf16 (groups)");
+  return out;
+}
+
 std::string invariant_linear_plan(int64_t rows, const at::Tensor& w) {
   TORCH_CHECK(w.defined() && w.is_cuda() && w.dim() == 2, "cuda::invariant_linear_plan: a CUDA w [N, K] expected");
-  int sms = 0;
+  int sms = 0, major = 0, minor = 0;
   check_launch(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device().index()), "cudaDeviceGetAttribute");
+  check_launch(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, w.device().index()), "cudaDeviceGetAttribute");
+  check_launch(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, w.device().index()), "cudaDeviceGetAttribute");
   const int64_t N = w.size(0), K = w.size(1);
-  return w.scalar_type() == at::kFloat ? dense_gemm_f32_plan(rows, N, K, sms) : dense_gemm_bf16_plan(rows, N, K, sms);
+  return w.scalar_type() == at::kFloat ? dense_gemm_f32_plan(rows, N, K, sms)
+                                       : dense_gemm_bf16_plan(rows, N, K, sms, major == 9 && minor == 0);
 }
 
 }  // namespace deepinfer::model::cuda

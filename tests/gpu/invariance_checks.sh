@@ -35,7 +35,7 @@ same() {  # same DIR_A DIR_B NAME: requests whose records are equal
 import json, subprocess, sys
 def records(d):
     out = subprocess.run([sys.argv[1], "cat", d], capture_output=True, text=True).stdout
-    rows = [json.loads(l) for l in out.splitlines() if l.strip()]
+    rows = [json.loads(l) for l in out.split("\n") if l.strip()]  # not splitlines(): text may hold U+2028 and the like
     return {r["id"]: (r["output_token_ids"], r.get("logprobs"), r["finish_reason"]) for r in rows}
 a, b = records(sys.argv[2]), records(sys.argv[3])
 try:

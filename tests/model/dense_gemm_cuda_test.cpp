@@ -10,6 +10,7 @@
 //  - a row's bits do not depend on the batch: the row alone equals the row at a random position
 //    among 1..512 and 4,095 random other rows (every tile configuration's range of M), every bit;
 //  - the same for the float32 kernels (router and mHC shapes);
+//  - the grouped form (invariant_group_linear) against float64, and its rows alone vs in batches;
 //  - shapes the kernels do not take are refused with a message saying what they need.
 #include <gtest/gtest.h>
 
@@ -162,6 +163,35 @@ TEST_F(InvariantLinearCuda, F32RowsBitsDoNotDependOnTheBatch) {
   at::manual_seed(6);
   std::mt19937 rng(12);
   for (const Shape& s : kF32Shapes) check_batch_invariance(s, at::kFloat, at::kFloat, cuda_, rng);
+}
+
+// The grouped form (the output projection's wo_a: G 8, N 1024, K 4096; the tiny model's; an odd
+// N): within the bound of invariant_linear's bfloat16 test against float64, and a probe token's
+// row alone equals its row at a random place among others, every bit.
+TEST_F(InvariantLinearCuda, GroupsMatchFloat64AndTheirRowsDoNotDependOnTheBatch) {
+  at::manual_seed(7);
+  std::mt19937 rng(13);
+  struct GroupShape {
+    int64_t g, n, k;
+  };
+  for (const GroupShape& s : {GroupShape{8, 1024, 4096}, GroupShape{2, 128, 256}, GroupShape{3, 100, 96}}) {
+    const Shape named{"groups", s.n, s.k};
+    const at::Tensor w = spread({s.g, s.n, s.k}, at::kBFloat16, cuda_), probe = spread({1, s.g, s.k}, at::kBFloat16, cuda_);
+    const at::Tensor alone = cuda::invariant_group_linear(probe, w);
+    ASSERT_EQ(alone.sizes(), at::IntArrayRef({1, s.g * s.n}));
+    for (const int64_t others : {0, 63, 144, 999, 4095}) {
+      const at::Tensor rest = spread({others, s.g, s.k}, at::kBFloat16, cuda_);
+      const int64_t place = std::uniform_int_distribution<int64_t>(0, others)(rng);
+      const at::Tensor x = at::cat({rest.narrow(0, 0, place), probe, rest.narrow(0, place, others - place)});
+      const at::Tensor y = cuda::invariant_group_linear(x, w);
+      EXPECT_TRUE(at::equal(y[place], alone[0])) << "G " << s.g << " N " << s.n << " K " << s.k << ": the row among " << others
+                                                 << " others at row " << place << " differs from the row alone";
+      const at::Tensor xd = x.to(at::kDouble).transpose(0, 1), wd = w.to(at::kDouble).transpose(1, 2);  // [G, T, K], [G, K, N]
+      const at::Tensor ref = at::bmm(xd, wd).transpose(0, 1).reshape({others + 1, s.g * s.n});
+      const at::Tensor abs_dot = at::bmm(xd.abs(), wd.abs()).transpose(0, 1).reshape({others + 1, s.g * s.n});
+      expect_close("group", named, others + 1, y, ref, abs_dot, std::ldexp(1.0, -8), 5e-4, 5e-3);
+    }
+  }
 }
 
 // invariant_linear(x, w, out_dtype) must throw with a message containing `needle`; where the
