@@ -68,8 +68,10 @@ __device__ __forceinline__ void wgmma_m64n192k16_ss_k(float* d, uint64_t desc_a,
       : "l"(desc_a), "l"(desc_b), "r"(1));
 }
 
-// d (64 x 256) += A (64 x 16, shared, K-major) B (16 x 256, shared, K-major); d holds 128 floats a thread.
-__device__ __forceinline__ void wgmma_m64n256k16_ss_k(float* d, uint64_t desc_a, uint64_t desc_b) {
+// d (64 x 256) += A (64 x 16, shared, K-major) B (16 x 256, shared; K-major, or MN-major when
+// TransposeB is 1, as wgmma.cuh's wgmma_m64n256k16_ss takes it); d holds 128 floats a thread.
+template <int TransposeB>
+__device__ __forceinline__ void wgmma_m64n256k16_ss_b(float* d, uint64_t desc_a, uint64_t desc_b) {
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"
       " wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
@@ -79,7 +81,7 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss_k(float* d, uint64_t desc_a,
       "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, "
       "%90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, "
       "%110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+      "}, %128, %129, p, 1, 1, 0, %131;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]),
         "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),
@@ -93,7 +95,12 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss_k(float* d, uint64_t desc_a,
         "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
         "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
         "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(1));
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransposeB));
+}
+
+// The K-major form dense_gemm_sm90.cu uses.
+__device__ __forceinline__ void wgmma_m64n256k16_ss_k(float* d, uint64_t desc_a, uint64_t desc_b) {
+  wgmma_m64n256k16_ss_b<0>(d, desc_a, desc_b);
 }
 
 }  // namespace deepinfer::model::cuda
