@@ -21,15 +21,15 @@
 // Groups: `groups` GEMMs of one shape in one launch, group g reading x + g gx and W + g gw and
 // writing y + g gy (element offsets), e.g. the grouped output projection.
 //
-// float32 (CUDA cores, for the router and the mHC projection): K is cut into chunks of
-// L = 16 ceil(K / 4096) values (at most 256 chunks, the last one shorter); chunk c's partial is
-// a sequential fma chain over its k from 0, and y = ((0 + p_0) + p_1) + ... in chunk order.
+// float32 (CUDA cores, for the router, the mHC projections and the invariant RMSNorm): K is cut
+// into S = ceil(K / 512) ranges of 512 values (the last one shorter); range s's partial p_s is a
+// sequential fma chain over its k from 0, and y = ((p_0 + p_1) + ...) + p_{S-1} in range order.
 //
 // Requirements (else cudaErrorInvalidValue): M >= 0 (0: nothing to do), N >= 1, M and N below
 // 2^31 - 256; x and W non-null with unit inner stride, 16-byte aligned, row strides (in elements) >= K
 // and a multiple of 8 (bfloat16) or 4 (float32); y non-null, aligned to its element, ldy >= N.
 // bfloat16: K a positive multiple of 32; groups 1..65535, gx, gw, gy >= 0; the workspace where
-// S > 1. float32: K a positive multiple of 4.
+// S > 1. float32: K a positive multiple of 4; the workspace where S > 1.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -55,6 +55,7 @@ struct DenseGemmF32Args {
   float* y = nullptr;        // [M, N], row stride ldy
   int64_t ldx = 0, ldw = 0, ldy = 0;
   int64_t m = 0, n = 0, k = 0;
+  float* workspace = nullptr;  // dense_gemm_f32_workspace_bytes(m, n, k) bytes (none when 0)
 };
 
 // S, the reduction's ranges for `groups` weights of N x K (1..8: as many as bring a one-token call
@@ -62,6 +63,10 @@ struct DenseGemmF32Args {
 // current device needs for the ranges' sums (0 when S = 1 or when its blocks add them themselves).
 int dense_gemm_bf16_splits(int64_t n, int64_t k, int64_t groups = 1);
 int64_t dense_gemm_bf16_workspace_bytes(int64_t m, int64_t n, int64_t k, int64_t groups = 1);
+// The float32 GEMM's ranges, S = ceil(K / 512) (dense_gemm_f32.cu), and its scratch for the ranges'
+// partials: S M N floats (0 when S = 1).
+int dense_gemm_f32_ranges(int64_t k);
+int64_t dense_gemm_f32_workspace_bytes(int64_t m, int64_t n, int64_t k);
 
 // Whether the kernels take N and K (the pointer and stride rules above are checked per call).
 bool dense_gemm_bf16_shape_supported(int64_t n, int64_t k);

@@ -107,6 +107,8 @@ at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::Scalar
     a.m = rows.size(0);
     a.n = N;
     a.k = K;
+    const at::Tensor workspace = workspace_for(dense_gemm_f32_workspace_bytes(a.m, N, K), x.device());
+    a.workspace = workspace.defined() ? workspace.data_ptr<float>() : nullptr;
     check_launch(dense_gemm_f32(a, stream), "dense_gemm_f32");
   }
   return out.view(out_sizes);

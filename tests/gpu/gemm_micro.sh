@@ -20,7 +20,8 @@ compile() {  # compile NAME FLAGS...: build-micro/gemm_micro[_NAME]
   $nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. -Xptxas -v "$@" -c model/cuda/dense_gemm.cu -o $bin.gemm.o >> "$out/gemm_micro_build.log" 2>&1 &&
     $nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -lineinfo -I. -Xptxas -v "$@" -c model/cuda/dense_gemm_sm90.cu -o $bin.sm90.o \
       >> "$out/gemm_micro_build.log" 2>&1 &&
-    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/gemm_micro.cu $bin.gemm.o $bin.sm90.o -lcublas -o $bin >> "$out/gemm_micro_build.log" 2>&1 ||
+    $nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. -Xptxas -v "$@" -c model/cuda/dense_gemm_f32.cu -o $bin.f32.o >> "$out/gemm_micro_build.log" 2>&1 &&
+    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/gemm_micro.cu $bin.gemm.o $bin.sm90.o $bin.f32.o -lcublas -o $bin >> "$out/gemm_micro_build.log" 2>&1 ||
     { cat "$out/gemm_micro_build.log"; exit 1; }
 }
 if [ $build = 1 ]; then
