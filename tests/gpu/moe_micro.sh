@@ -6,10 +6,12 @@
 # compiled against its own headers with -Ddeepinfer=deepinfer_ref), each output is compared with
 # that revision's and both are timed in the same run. `profile` as an argument adds each kernel's
 # device time from Nsight Compute (one call at 1 and at 4,096 tokens; ncu serializes the kernels).
+# `probe` as an argument also builds and runs tests/model/moe_load_probe.cu (the decode kernels'
+# loads without their arithmetic, beside variants of the pattern).
 # `--build-only` builds here (nvcc needs no GPU) and stops; `--no-build` runs what build-micro/
 # holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/moe_micro.sh --prepare e40fd58           (here, before the call; .deps travels as carry)
-#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile]
+#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|probe]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/moe_ref && mkdir -p .deps/moe_ref
@@ -54,6 +56,10 @@ if [ $build = 1 ]; then
   $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_micro.cu "${objs[@]}" "${ref[@]}" -o $M >> "$out/moe_micro_build.log" 2>&1 ||
     { cat "$out/moe_micro_build.log"; exit 1; }
   grep -E "registers|spill|C75" "$out/moe_micro_build.log" | grep -v "0 bytes spill" | head -20
+  if [ "$mode" = probe ]; then
+    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_load_probe.cu -o build-micro/moe_load_probe >> "$out/moe_micro_build.log" 2>&1 ||
+      { cat "$out/moe_micro_build.log"; exit 1; }
+  fi
 fi
 # Variants named in MOE_VARIANTS as NAME:FLAGS (e.g. "pf8:-DDEEPINFER_MOE_PREFILL_PREFETCH=8"; commas for
 # spaces): the kernels rebuilt with those flags into build-micro/moe_micro_NAME, run after the main binary.
@@ -86,6 +92,10 @@ for b in build-micro/moe_micro_*; do
   echo "== variant ${b#build-micro/moe_micro_}"
   $b --tokens 1,64,256,4096 --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO" | tee -a "$out/moe_micro.txt"
 done
+if [ "$mode" = probe ]; then
+  build-micro/moe_load_probe 2>&1 | tee "$out/moe_load_probe.txt"
+  status=$(( status + ${PIPESTATUS[0]} ))
+fi
 if [ "$mode" = profile ]; then
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for t in 1 64 4096; do
