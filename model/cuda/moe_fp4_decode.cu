@@ -10,18 +10,30 @@
 namespace deepinfer::model::cuda::moe_fp4_detail {
 namespace {
 
-#ifndef DEEPINFER_MOE_DECODE_PREFETCH
-#define DEEPINFER_MOE_DECODE_PREFETCH 4
+// Superblocks of weights in registers (the ring) and blocks resident per multiprocessor asked of
+// ptxas (the register budget), for gate/up and for down. Gate/up's rows take 64 KB of shared memory
+// (K = 4096), so at most 3 of its blocks are resident whatever their registers.
+#ifndef DEEPINFER_MOE_DECODE_PREFETCH_UP
+#define DEEPINFER_MOE_DECODE_PREFETCH_UP 4
 #endif
-constexpr int kDecodePrefetch = DEEPINFER_MOE_DECODE_PREFETCH;  // superblocks of weights in registers
-#ifndef DEEPINFER_MOE_DECODE_BLOCKS
-#define DEEPINFER_MOE_DECODE_BLOCKS 4
+#ifndef DEEPINFER_MOE_DECODE_BLOCKS_UP
+#define DEEPINFER_MOE_DECODE_BLOCKS_UP 4
 #endif
-constexpr int kDecodeMinBlocks = DEEPINFER_MOE_DECODE_BLOCKS;
-
-// The decode epilogue: columns (tile rows) 2 t + e of the accumulators' n8 tile.
+#ifndef DEEPINFER_MOE_DECODE_PREFETCH_DOWN
+#define DEEPINFER_MOE_DECODE_PREFETCH_DOWN 4
+#endif
+#ifndef DEEPINFER_MOE_DECODE_BLOCKS_DOWN
+#define DEEPINFER_MOE_DECODE_BLOCKS_DOWN 4
+#endif
 template <bool kGateUp>
-__device__ __forceinline__ void store_columns(const GemmArgs& a, const float (&acc)[4], int4 tile, int fm) {
+constexpr int kDecodePrefetch = kGateUp ? DEEPINFER_MOE_DECODE_PREFETCH_UP : DEEPINFER_MOE_DECODE_PREFETCH_DOWN;
+template <bool kGateUp>
+constexpr int kDecodeMinBlocks = kGateUp ? DEEPINFER_MOE_DECODE_BLOCKS_UP : DEEPINFER_MOE_DECODE_BLOCKS_DOWN;
+
+// The decode epilogue: columns (tile rows) 2 t + e of the accumulators' n8 tile; pairs[r]: the
+// pair of tile row r.
+template <bool kGateUp>
+__device__ __forceinline__ void store_columns(const GemmArgs& a, const float (&acc)[4], int4 tile, const int64_t* pairs, int fm) {
   const int t = threadIdx.x & 3;
 #pragma unroll
   for (int e = 0; e < 2; ++e) {
@@ -32,14 +44,63 @@ __device__ __forceinline__ void store_columns(const GemmArgs& a, const float (&a
       auto* row = reinterpret_cast<__nv_bfloat16*>(a.act + (int64_t{tile.w} + r) * a.F * 2);
       row[(fm & ~7) | ((fm & 3) << 1) | ((fm >> 2) & 1)] = __float2bfloat16_rn(v * 0x1p64f);
     } else {
-      const int64_t pair = a.order[tile.y + r];
-      const float w = a.routing_weights[pair];
-      float* dst = a.per_pair + pair * a.F + fm;
-      dst[0] = bf16_round(acc[e]) * w;
-      dst[8] = bf16_round(acc[2 + e]) * w;
+      __nv_bfloat16* dst = a.per_pair + pairs[r] * a.F + fm;
+      dst[0] = __float2bfloat16_rn(acc[e]);
+      dst[8] = __float2bfloat16_rn(acc[2 + e]);
     }
   }
 }
+
+// Launches of at most kSmallRows pairs (a.local_pairs) run without the sort: every thread reads
+// the routing (keys[i]: pair i's owned expert, or -1) and finds the tiles the sort would have made
+// (moe_fp4_internal.cuh): the owned experts ascending, an expert's pairs in pair order, a tile's
+// first sorted row and image row the number of owned pairs of lower experts. Made afresh for each
+// tile, so that nothing of it stays in registers across the main loop.
+struct LocalRouting {
+  int keys[kSmallRows];
+
+  __device__ explicit LocalRouting(const GemmArgs& a) {
+#pragma unroll
+    for (int i = 0; i < kSmallRows; ++i) {
+      const int64_t id = i < a.local_pairs ? a.experts[i] - a.first_expert : -1;
+      keys[i] = id >= 0 && id < a.num_experts ? static_cast<int>(id) : -1;
+    }
+  }
+  __device__ bool first_of_key(int i) const {
+    bool first = keys[i] >= 0;
+#pragma unroll
+    for (int j = 0; j < kSmallRows; ++j)
+      if (j < i && keys[j] == keys[i]) first = false;
+    return first;
+  }
+  __device__ int tiles() const {
+    int n = 0;
+#pragma unroll
+    for (int i = 0; i < kSmallRows; ++i) n += first_of_key(i) ? 1 : 0;
+    return n;
+  }
+  // Tile `index` (< tiles()); thread j < kSmallRows of the block puts pair j at pairs[its row].
+  __device__ int4 tile(int index, int64_t* pairs) const {
+    int expert = -1;
+#pragma unroll
+    for (int i = 0; i < kSmallRows; ++i) {
+      int rank = 0;
+#pragma unroll
+      for (int j = 0; j < kSmallRows; ++j) rank += first_of_key(j) && keys[j] < keys[i] ? 1 : 0;
+      if (first_of_key(i) && rank == index) expert = keys[i];
+    }
+    int start = 0, rows = 0;
+#pragma unroll
+    for (int j = 0; j < kSmallRows; ++j) {
+      start += keys[j] >= 0 && keys[j] < expert ? 1 : 0;
+      if (keys[j] == expert) {
+        if (static_cast<int>(threadIdx.x) == j) pairs[rows] = j;
+        ++rows;
+      }
+    }
+    return make_int4(expert, start, rows, start);
+  }
+};
 
 // Decode rows: row n of a tile at n K 2 bytes of shared memory, superblock sb at + 256 sb, its
 // 16-byte group G (values 8 G .. 8 G + 7 of the superblock, in to_operand order) at slot
@@ -102,43 +163,47 @@ __device__ __forceinline__ void multiply_decode(float (&acc)[4], const Raw& r, c
 // on its expert's regime. Down is launched as a programmatic dependent of the kernel before it:
 // its weights' prefetch starts before the activations exist.
 template <bool kGateUp>
-__global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks) decode_kernel(const GemmArgs a) {
+__global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) decode_kernel(const GemmArgs a) {
   using Frag = Fragment<kGateUp>;
+  constexpr int kPrefetch = kDecodePrefetch<kGateUp>;
   extern __shared__ __align__(16) uint8_t rows_smem[];  // [8][K] bfloat16, decode layout
+  __shared__ int64_t local_pairs[kSmallRows];           // a local tile's pairs (a.local_pairs > 0)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int nsb = a.K / kSuper, slices = a.F / Frag::kFeaturesPerGroup;
   sm90::allow_next_grid();
   bool waited = kGateUp;
-  const int items = *a.count * slices;
+  const bool local = a.local_pairs > 0;
+  const int items = (local ? LocalRouting(a).tiles() : *a.count) * slices;
   const uint32_t unit = g * (a.K * 2) + decode_unit(g, t);  // this thread's unit of its column g in a superblock
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const int4 tile = a.tiles[item / slices];
+    const int4 tile = local ? LocalRouting(a).tile(item / slices, local_pairs) : a.tiles[item / slices];
+    const int64_t* pairs = local ? local_pairs : a.order + tile.y;
     const int f_warp = item % slices * Frag::kFeaturesPerGroup + warp * Frag::kFeaturesPerWarp;
     const Frag frag(a, tile.x, f_warp);
-    Raw ring[kDecodePrefetch];
+    Raw ring[kPrefetch];
 #pragma unroll
-    for (int s = 0; s < kDecodePrefetch; ++s)
+    for (int s = 0; s < kPrefetch; ++s)
       if (s < nsb) frag.load(ring[s], s);
     if (!waited) {
       sm90::wait_for_previous_grid();  // the activations are gate/up's
       waited = true;
     }
-    stage_decode_rows<kGateUp>(a, rows_smem, tile, a.order + tile.y);
+    if (local) __syncthreads();  // local_pairs written
+    stage_decode_rows<kGateUp>(a, rows_smem, tile, pairs);
     __syncthreads();
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int sb0 = 0; sb0 < nsb; sb0 += kDecodePrefetch) {
+    for (int sb0 = 0; sb0 < nsb; sb0 += kPrefetch) {
 #pragma unroll
-      for (int s = 0; s < kDecodePrefetch; ++s) {
+      for (int s = 0; s < kPrefetch; ++s) {
         const int sb = sb0 + s;
         if (sb < nsb) {
-          const Raw cur = ring[s];
-          if (sb + kDecodePrefetch < nsb) frag.load(ring[s], sb + kDecodePrefetch);
-          multiply_decode(acc, cur, rows_smem, unit + sb * 256);
+          multiply_decode(acc, ring[s], rows_smem, unit + sb * 256);
+          if (sb + kPrefetch < nsb) frag.load(ring[s], sb + kPrefetch);  // after the multiply: no copy of the slot
         }
       }
     }
-    store_columns<kGateUp>(a, acc, tile, f_warp + g);
-    __syncthreads();  // the next item overwrites the rows
+    store_columns<kGateUp>(a, acc, tile, pairs, f_warp + g);
+    __syncthreads();  // the next item overwrites the rows (and local_pairs)
   }
   if (!waited) sm90::wait_for_previous_grid();  // so this grid never ends before the one it follows
 }

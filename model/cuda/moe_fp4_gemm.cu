@@ -14,14 +14,13 @@ constexpr int64_t kMaxExperts = 1024;  // the sort keeps (32 + 1) E counters in 
 
 // The workspace's parts, each 256-byte aligned.
 struct Workspace {
-  int32_t* counts;        // decode tiles, prefill tiles, owned pairs, -, prefill tiles of each width class
-  int64_t* order;         // [pairs]: the owned pairs sorted by expert
-  float* sorted_weights;  // [pairs]: their routing weights
+  int32_t* counts;  // decode tiles, prefill tiles, owned pairs, -, prefill tiles of each width class
+  int64_t* order;   // [pairs]: the owned pairs sorted by expert
   int4* small;
-  int4* big;          // [kWidths][big_cap]
-  uint8_t* gathered;  // the prefill tiles' x images; null when no prefill tile can exist
-  uint8_t* act;       // every tile's activation image
-  float* per_pair;
+  int4* big;                // [kWidths][big_cap]
+  uint8_t* gathered;        // the prefill tiles' x images; null when no prefill tile can exist
+  uint8_t* act;             // every tile's activation image
+  __nv_bfloat16* per_pair;  // [pairs, D]: each pair's y before its routing weight
   int64_t small_cap, big_cap, image_cap;
   size_t bytes;
 };
@@ -45,12 +44,11 @@ Workspace carve(const MoeFp4Args& a) {
   };
   w.counts = reinterpret_cast<int32_t*>(take(8 * sizeof(int32_t)));
   w.order = reinterpret_cast<int64_t*>(take(pairs * sizeof(int64_t)));
-  w.sorted_weights = reinterpret_cast<float*>(take(pairs * sizeof(float)));
   w.small = reinterpret_cast<int4*>(take(std::max<int64_t>(w.small_cap, 1) * sizeof(int4)));
   w.big = reinterpret_cast<int4*>(take(kWidths * std::max<int64_t>(w.big_cap, 1) * sizeof(int4)));
   w.gathered = pairs > kSmallRows ? take(w.image_cap * a.hidden * 2) : nullptr;
   w.act = take(w.image_cap * a.intermediate * 2);
-  w.per_pair = reinterpret_cast<float*>(take(pairs * a.hidden * 4));
+  w.per_pair = reinterpret_cast<__nv_bfloat16*>(take(pairs * a.hidden * 2));
   w.bytes = at;
   return w;
 }
@@ -82,9 +80,9 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   if (error != cudaSuccess) return error;
   const Workspace w = carve(a);
   const int D = static_cast<int>(a.hidden), I = static_cast<int>(a.intermediate);
-  const bool prefill = pairs > kSmallRows;  // else every expert has at most 8 rows: no prefill tile
-  if ((error = launch_route(a.experts, pairs, a.first_expert, static_cast<int>(a.num_experts), a.routing_weights, w.order, w.sorted_weights,
-                            w.small, w.big, w.big_cap, w.counts, stream)) != cudaSuccess)
+  const bool prefill = pairs > kSmallRows;  // else every expert has at most 8 rows: no prefill tile, and no sort (LocalRouting)
+  if (prefill && (error = launch_route(a.experts, pairs, a.first_expert, static_cast<int>(a.num_experts), w.order, w.small, w.big,
+                                       w.big_cap, w.counts, stream)) != cudaSuccess)
     return error;
   if (prefill && (error = launch_gather(a.x, w.order, a.k, w.big, w.big_cap, w.counts, D, w.gathered, sms, stream)) != cudaSuccess)
     return error;
@@ -94,12 +92,14 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   up.x = a.x;
   up.images = w.gathered;
   up.order = w.order;
-  up.routing_weights = a.routing_weights;
-  up.sorted_weights = w.sorted_weights;
   up.tiles = w.small;
   up.count = w.counts;
   up.act = w.act;
   up.per_pair = w.per_pair;
+  up.experts = a.experts;
+  up.first_expert = a.first_expert;
+  up.num_experts = static_cast<int>(a.num_experts);
+  up.local_pairs = prefill ? 0 : static_cast<int>(pairs);
   up.k = a.k;
   up.K = D;
   up.F = I;
@@ -123,8 +123,8 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   down_big.count = w.counts;
   down_big.big_cap = w.big_cap;
   if (prefill && (error = launch_prefill<false>(down_big, w.big_cap, sms, stream)) != cudaSuccess) return error;
-  return launch_combine(w.per_pair, a.experts, a.tokens, static_cast<int>(a.k), a.first_expert, a.first_expert + a.num_experts, D, a.out,
-                        a.per_slot, sms, stream);
+  return launch_combine(w.per_pair, a.experts, a.routing_weights, a.tokens, static_cast<int>(a.k), a.first_expert,
+                        a.first_expert + a.num_experts, D, a.out, a.per_slot, sms, stream);
 }
 
 }  // namespace deepinfer::model::cuda

@@ -29,10 +29,12 @@
 // Both regimes run the same k16 steps in the same order for every output element, and
 // mma.sync and wgmma give such an element the same bits, so a pair's result does not depend on
 // how many rows its expert got or where they sit (bitwise; tests/model/moe_fp4_cuda_test.cpp).
-// Grids are persistent and sized on the host from bounds alone. Launches: the sort, the gather of
-// the prefill rows (more than 8 pairs), gate/up (decode tiles, then prefill tiles), down (the
-// same), the sum over slots; all but the first three are programmatic dependents of the one
-// before (their blocks start while it ends).
+// Grids are persistent and sized on the host from bounds alone. Launches: the sort and the gather
+// of the prefill rows (more than 8 pairs), gate/up (decode tiles, then prefill tiles), down (the
+// same), the sum over slots (each pair's bf16 y times its routing weight); all but the first
+// three are programmatic dependents of the one before (their blocks start while it ends). With
+// at most 8 pairs (decode at batch 1) there is no sort: each decode block finds its tile from the
+// routing.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -70,10 +72,10 @@ struct MoeFp4Args {
 // 1,024 (the sort keeps 33 E counters in shared memory).
 bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate, int64_t experts);
 
-// The scratch a call needs: the sorted pairs, their weights and the tile lists, the images of the
-// prefill tiles' x rows (more than 8 pairs) and every tile's activations (a prefill tile's rows
-// rounded up to 32: at most tokens k + 31 min(E, tokens k / 9) rows of D and of I bfloat16), and
-// each pair's output [tokens k, D] float32.
+// The scratch a call needs: the sorted pairs and the tile lists, the images of the prefill tiles'
+// x rows (more than 8 pairs) and every tile's activations (a prefill tile's rows rounded up to 32:
+// at most tokens k + 31 min(E, tokens k / 9) rows of D and of I bfloat16), and each pair's output
+// before its routing weight [tokens k, D] bfloat16.
 size_t moe_fp4_workspace_bytes(const MoeFp4Args& args);
 
 // cudaErrorInvalidValue for unsupported shapes or a missing pointer; else the first launch error.

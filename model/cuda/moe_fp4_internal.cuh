@@ -81,24 +81,25 @@ __device__ __forceinline__ void store_group_column(uint8_t* image, int R, int n,
 
 // Launches of moe_fp4_route.cu. Tiles are int4 (expert, first sorted row, rows, image row).
 // The pairs (token k + slot) of experts[tokens k] that fall in [first, first + E) sorted by
-// expert, stable, into order[counts[2]] (and their weights[pair] into sorted_weights); each
-// expert's rows cut into a decode tile (1..8 rows) or prefill tiles (128 rows, the last one
-// shorter), each with its image row (the experts' images one after the other: a decode tile's
-// rows, big_image_rows() of a prefill tile's). Decode tiles in small[counts[0]], in expert order; prefill tiles by
-// width: class c (image rows 32 (c + 1)) in big[c big_cap ..], counts[4 + c] of them, in expert
-// order; counts[1] all of them. One block, route_shared_bytes(E) bytes of shared memory.
+// expert, stable, into order[counts[2]]; each expert's rows cut into a decode tile (1..8 rows) or
+// prefill tiles (128 rows, the last one shorter), each with its image row (the experts' images
+// one after the other: a decode tile's rows, big_image_rows() of a prefill tile's). Decode tiles
+// in small[counts[0]], in expert order; prefill tiles by width: class c (image rows 32 (c + 1))
+// in big[c big_cap ..], counts[4 + c] of them, in expert order; counts[1] all of them. One block,
+// route_shared_bytes(E) bytes of shared memory.
 size_t route_shared_bytes(int num_experts);
-cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, const float* weights, int64_t* order,
-                         float* sorted_weights, int4* small, int4* big, int64_t big_cap, int32_t* counts, cudaStream_t stream);
+cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, int64_t* order, int4* small, int4* big,
+                         int64_t big_cap, int32_t* counts, cudaStream_t stream);
 // The images of the prefill tiles' x rows (every class of big), x[order[row] / k] for each of
 // their rows, into `images` (rows past a tile's own are left as they are).
 cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, int64_t big_cap, const int32_t* counts,
                           int dim, uint8_t* images, int sms, cudaStream_t stream);
-// out[t] = sum over slots s in order of per_pair[t k + s] where experts[t k + s] is in [first, last);
-// per_slot: out[t k + s] = that pair's row, or 0 outside [first, last) (no sum). Launched as a
-// programmatic dependent of the kernel before it (sm90_bulk.cuh).
-cudaError_t launch_combine(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
-                           float* out, bool per_slot, int sms, cudaStream_t stream);
+// out[t] = sum over slots s in order of per_pair[t k + s] weights[t k + s] (each product rounded to
+// float32) where experts[t k + s] is in [first, last); per_slot: out[t k + s] = that product, or 0
+// outside [first, last) (no sum). Launched as a programmatic dependent of the kernel before it
+// (sm90_bulk.cuh).
+cudaError_t launch_combine(const __nv_bfloat16* per_pair, const int64_t* experts, const float* weights, int64_t tokens, int k,
+                           int64_t first, int64_t last, int dim, float* out, bool per_slot, int sms, cudaStream_t stream);
 
 // Launches kernel(args) with `shared` bytes of dynamic shared memory as a programmatic dependent
 // of the stream's previous kernel (cudaLaunchAttributeProgrammaticStreamSerialization): its

@@ -121,22 +121,18 @@ __device__ __forceinline__ void consume(const Frag& frag, const Frag* next, int 
   }
 }
 
-// A prefill tile's column (row of the tile) as the down epilogue needs it.
-struct Column {
-  int64_t pair;
-  float weight;
-};
+// A prefill tile's column (row of the tile) as the down epilogue needs it: its pair.
+using Column = int64_t;
 
 // Prefill, one item of a consuming warpgroup: its accumulators, then the epilogue. Down: thread
-// c of the warpgroup loads column c's pair and routing weight before the main loop and puts them
-// in `columns` (this warpgroup's 128) after it.
+// c of the warpgroup loads column c's pair before the main loop and puts it in `columns` (this
+// warpgroup's 128) after it.
 template <bool kGateUp, int R, typename Frag>
 __device__ __forceinline__ void run_item(const GemmArgs& a, const Frag& frag, const Frag* next, WeightSlot* slots, int4 tile, int fm,
                                          int nsb, const uint8_t* ring, uint64_t* full, uint64_t* empty, int& stage, uint32_t& phase,
                                          Column* columns, int barrier) {
   const int c = threadIdx.x & (kGroupThreads - 1);
-  Column mine{0, 0.0f};
-  if (!kGateUp && c < tile.z) mine = Column{a.order[tile.y + c], a.sorted_weights[tile.y + c]};
+  const Column mine = !kGateUp && c < tile.z ? a.order[tile.y + c] : 0;
   float acc[R / 2];
   consume<R>(frag, next, nsb, slots, ring, full, empty, stage, phase, acc);
   if constexpr (!kGateUp) {
@@ -156,10 +152,9 @@ __device__ __forceinline__ void run_item(const GemmArgs& a, const Frag& frag, co
         uint8_t* image = a.act + int64_t{tile.w} * a.F * 2;
         *reinterpret_cast<__nv_bfloat16*>(image + image_offset(R, r, logical_position(fm))) = __float2bfloat16_rn(v * 0x1p64f);
       } else {
-        const Column col = columns[r];
-        float* dst = a.per_pair + col.pair * a.F + fm;
-        dst[0] = bf16_round(acc[4 * j + e]) * col.weight;
-        dst[8] = bf16_round(acc[4 * j + 2 + e]) * col.weight;
+        __nv_bfloat16* dst = a.per_pair + columns[r] * a.F + fm;
+        dst[0] = __float2bfloat16_rn(acc[4 * j + e]);
+        dst[8] = __float2bfloat16_rn(acc[4 * j + 2 + e]);
       }
     }
   }

@@ -41,16 +41,18 @@ __device__ int block_exclusive_scan(int v, int* scratch, int* total) {
   return before;
 }
 
+constexpr int kRouteBatch = 8;  // chunks of 32 keys a warp loads at once
+
 // One block: a stable counting sort of the owned pairs by expert and the tile lists. Warp w
 // owns a contiguous segment of the pairs (whole chunks of 32) and counts its rows per expert
 // in its own shared counters (lanes of one expert found with __match_any_sync; no atomics);
 // the counters become each warp's offset inside each expert, the experts' starts are a scan,
 // and a second walk places pair i at start[e] + offset[w][e] + its rank among the earlier
-// pairs of its chunk. So the pairs of an expert stay in pair order. Shared memory:
-// (kRouteWarps + 1) E ints.
-__global__ void __launch_bounds__(kRouteThreads)
-    route_kernel(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, const float* weights, int64_t* order,
-                 float* sorted_weights, int4* small, int4* big, int64_t big_cap, int32_t* counts) {
+// pairs of its chunk. So the pairs of an expert stay in pair order. Both walks load
+// kRouteBatch chunks' keys before using any (one load latency per batch, not per chunk).
+// Shared memory: (kRouteWarps + 1) E ints.
+__global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* experts, int64_t pairs, int64_t first, int num_experts,
+                                                              int64_t* order, int4* small, int4* big, int64_t big_cap, int32_t* counts) {
   extern __shared__ int route_shared[];
   __shared__ int scratch[kRouteWarps];
   const int E = num_experts, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -64,13 +66,21 @@ __global__ void __launch_bounds__(kRouteThreads)
     const int64_t id = experts[i] - first;
     return id >= 0 && id < E ? static_cast<int>(id) : -1;
   };
+  const auto load_batch = [&](int64_t c0, int(&keys)[kRouteBatch]) {
+#pragma unroll
+    for (int q = 0; q < kRouteBatch; ++q) keys[q] = key_of(c0 + 32 * q + lane);
+  };
   for (int i = threadIdx.x; i < kRouteWarps * E; i += kRouteThreads) warp_rows[i] = 0;
   __syncthreads();
-  for (int64_t c = begin; c < end; c += 32) {
-    const int key = key_of(c + lane);
-    const unsigned peers = __match_any_sync(0xffffffffu, key);
-    if (key >= 0 && lane == __ffs(peers) - 1) mine[key] += __popc(peers);
-    __syncwarp();
+  for (int64_t c0 = begin; c0 < end; c0 += 32 * kRouteBatch) {
+    int keys[kRouteBatch];
+    load_batch(c0, keys);
+#pragma unroll
+    for (int q = 0; q < kRouteBatch; ++q) {
+      const unsigned peers = __match_any_sync(0xffffffffu, keys[q]);
+      if (keys[q] >= 0 && lane == __ffs(peers) - 1) mine[keys[q]] += __popc(peers);
+      __syncwarp();
+    }
   }
   __syncthreads();
   int start_base = 0, small_base = 0, image_base = 0, big_base[kWidths] = {};
@@ -111,17 +121,18 @@ __global__ void __launch_bounds__(kRouteThreads)
     small_base += small_total;
   }
   __syncthreads();
-  for (int64_t c = begin; c < end; c += 32) {
-    const int key = key_of(c + lane);
-    const unsigned peers = __match_any_sync(0xffffffffu, key);
-    if (key >= 0) {
-      const int at = expert_start[key] + mine[key] + __popc(peers & ((1u << lane) - 1u));
-      order[at] = c + lane;
-      sorted_weights[at] = weights[c + lane];
+  for (int64_t c0 = begin; c0 < end; c0 += 32 * kRouteBatch) {
+    int keys[kRouteBatch];
+    load_batch(c0, keys);
+#pragma unroll
+    for (int q = 0; q < kRouteBatch; ++q) {
+      const int key = keys[q];
+      const unsigned peers = __match_any_sync(0xffffffffu, key);
+      if (key >= 0) order[expert_start[key] + mine[key] + __popc(peers & ((1u << lane) - 1u))] = c0 + 32 * q + lane;
+      __syncwarp();
+      if (key >= 0 && lane == __ffs(peers) - 1) mine[key] += __popc(peers);
+      __syncwarp();
     }
-    __syncwarp();
-    if (key >= 0 && lane == __ffs(peers) - 1) mine[key] += __popc(peers);
-    __syncwarp();
   }
   if (threadIdx.x == 0) {
     counts[0] = small_base;
@@ -131,11 +142,21 @@ __global__ void __launch_bounds__(kRouteThreads)
   }
 }
 
-// The prefill tiles' x images (moe_fp4_internal.cuh): one warp per tile row, one lane per
-// (superblock, group column) unit of four 16-byte loads.
+// Four bfloat16 values times w, each product rounded to float32 on its own.
+__device__ __forceinline__ float4 weighted(uint2 v, float w) {
+  return make_float4(__fmul_rn(__uint_as_float(v.x << 16), w), __fmul_rn(__uint_as_float(v.x & 0xFFFF0000u), w),
+                     __fmul_rn(__uint_as_float(v.y << 16), w), __fmul_rn(__uint_as_float(v.y & 0xFFFF0000u), w));
+}
+
+// The prefill tiles' x images (moe_fp4_internal.cuh): one warp per tile row, built in this warp's
+// share of shared memory (one lane per (superblock, group column) unit of four 16-byte loads, laid
+// out as store_group_column does, with 16 bytes after each 128-byte panel row so that a quarter
+// warp's stores hit distinct banks), then written out 16 bytes a lane in whole panel rows.
 __global__ void gather_kernel(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, int64_t big_cap,
                               const int32_t* counts, int dim, uint8_t* images) {
-  const int lane = threadIdx.x & 31;
+  extern __shared__ uint4 gather_rows[];  // [warps][dim / 64 panels][9 chunks]
+  const int lane = threadIdx.x & 31, panels = dim / 64;
+  uint4* const row_chunks = gather_rows + (threadIdx.x / 32) * panels * 9;
   int begin[kWidths + 1] = {0};
   for (int c = 0; c < kWidths; ++c) begin[c + 1] = begin[c] + counts[4 + c];
   const int64_t slots = int64_t{begin[kWidths]} * kTileRows, warps = int64_t{gridDim.x} * (blockDim.x / 32);
@@ -147,21 +168,33 @@ __global__ void gather_kernel(const __nv_bfloat16* x, const int64_t* order, int6
     const int r = static_cast<int>(i % kTileRows);
     if (r >= tile.z) continue;
     const __nv_bfloat16* src = x + order[tile.y + r] / k * dim;
-    uint8_t* image = images + int64_t{tile.w} * dim * 2;
     for (int u = lane; u < dim / 32; u += 32) {
       const int sb = u >> 2, w = u & 3;
       const uint4* group = reinterpret_cast<const uint4*>(src + sb * kSuper) + w;
       uint4 v[4];
 #pragma unroll
-      for (int t = 0; t < 4; ++t) v[t] = __ldg(group + 4 * t);
-      store_group_column(image, big_image_rows(tile.z), r, sb, w, v);
+      for (int t = 0; t < 4; ++t) v[t] = to_operand(__ldg(group + 4 * t));
+      uint4* panel = row_chunks + (2 * sb + (w >> 1)) * 9;
+      const int first = 4 * (w & 1);
+      panel[(first + 0) ^ (r & 7)] = make_uint4(v[0].x, v[1].x, v[2].x, v[3].x);
+      panel[(first + 1) ^ (r & 7)] = make_uint4(v[0].y, v[1].y, v[2].y, v[3].y);
+      panel[(first + 2) ^ (r & 7)] = make_uint4(v[0].z, v[1].z, v[2].z, v[3].z);
+      panel[(first + 3) ^ (r & 7)] = make_uint4(v[0].w, v[1].w, v[2].w, v[3].w);
     }
+    __syncwarp();
+    const uint32_t panel_bytes = big_image_rows(tile.z) * 128u;
+    uint8_t* row = images + int64_t{tile.w} * dim * 2 + r * 128;
+    for (int chunk = lane; chunk < panels * 8; chunk += 32)
+      *reinterpret_cast<uint4*>(row + (chunk >> 3) * panel_bytes + (chunk & 7) * 16) = row_chunks[(chunk >> 3) * 9 + (chunk & 7)];
+    __syncwarp();  // the next row reuses the chunks
   }
 }
 
-// out[t] = the sum of its k pairs' outputs in slot order, those of experts outside [first, last) left out.
-__global__ void combine_kernel(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
-                               float* out) {
+// out[t] = the sum of its k pairs' outputs times their routing weights in slot order, those of
+// experts outside [first, last) left out. The products are rounded before the sum (no fused
+// multiply-add), as the reference computes them.
+__global__ void combine_kernel(const __nv_bfloat16* per_pair, const int64_t* experts, const float* weights, int64_t tokens, int k,
+                               int64_t first, int64_t last, int dim, float* out) {
   sm90::wait_for_previous_grid();
   const int quads = dim / 4;
   const int64_t total = tokens * quads, stride = int64_t{gridDim.x} * blockDim.x;
@@ -171,7 +204,7 @@ __global__ void combine_kernel(const float* per_pair, const int64_t* experts, in
     for (int s = 0; s < k; ++s) {
       const int64_t pair = token * k + s, id = experts[pair];
       if (id < first || id >= last) continue;
-      const float4 v = reinterpret_cast<const float4*>(per_pair + pair * dim)[q];
+      const float4 v = weighted(reinterpret_cast<const uint2*>(per_pair + pair * dim)[q], weights[pair]);
       sum.x += v.x;
       sum.y += v.y;
       sum.z += v.z;
@@ -181,16 +214,17 @@ __global__ void combine_kernel(const float* per_pair, const int64_t* experts, in
   }
 }
 
-// out[t, s] = pair (t, s)'s output, 0 for experts outside [first, last) (MoeFp4Args::per_slot).
-__global__ void slots_kernel(const float* per_pair, const int64_t* experts, int64_t pairs, int64_t first, int64_t last, int dim,
-                             float* out) {
+// out[t, s] = pair (t, s)'s output times its routing weight, 0 for experts outside [first, last)
+// (MoeFp4Args::per_slot).
+__global__ void slots_kernel(const __nv_bfloat16* per_pair, const int64_t* experts, const float* weights, int64_t pairs, int64_t first,
+                             int64_t last, int dim, float* out) {
   sm90::wait_for_previous_grid();
   const int quads = dim / 4;
   const int64_t total = pairs * quads, stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
     const int64_t pair = i / quads, id = experts[pair];
-    reinterpret_cast<float4*>(out)[i] =
-        id < first || id >= last ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : reinterpret_cast<const float4*>(per_pair)[i];
+    reinterpret_cast<float4*>(out)[i] = id < first || id >= last ? make_float4(0.0f, 0.0f, 0.0f, 0.0f)
+                                                                 : weighted(reinterpret_cast<const uint2*>(per_pair)[i], weights[pair]);
   }
 }
 
@@ -198,31 +232,33 @@ __global__ void slots_kernel(const float* per_pair, const int64_t* experts, int6
 
 size_t route_shared_bytes(int num_experts) { return size_t{kRouteWarps + 1} * num_experts * sizeof(int); }
 
-cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, const float* weights, int64_t* order,
-                         float* sorted_weights, int4* small, int4* big, int64_t big_cap, int32_t* counts, cudaStream_t stream) {
+cudaError_t launch_route(const int64_t* experts, int64_t pairs, int64_t first, int num_experts, int64_t* order, int4* small, int4* big,
+                         int64_t big_cap, int32_t* counts, cudaStream_t stream) {
   return launch_with_shared(route_kernel, dim3(1), kRouteThreads, route_shared_bytes(num_experts), stream, experts, pairs, first,
-                            num_experts, weights, order, sorted_weights, small, big, big_cap, counts);
+                            num_experts, order, small, big, big_cap, counts);
 }
 
 cudaError_t launch_gather(const __nv_bfloat16* x, const int64_t* order, int64_t k, const int4* big, int64_t big_cap, const int32_t* counts,
                           int dim, uint8_t* images, int sms, cudaStream_t stream) {
-  constexpr int kWarpsPerBlock = 8;
-  const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (big_cap * kTileRows + kWarpsPerBlock - 1) / kWarpsPerBlock);
+  const size_t per_warp = static_cast<size_t>(dim / 64) * 9 * sizeof(uint4);
+  const int warps = static_cast<int>(std::max<size_t>(1, std::min<size_t>(8, 96 * 1024 / per_warp)));
+  const int per_sm = static_cast<int>(std::max<size_t>(1, 220 * 1024 / (per_warp * warps)));  // blocks resident by shared memory
+  const int64_t blocks = std::min<int64_t>(int64_t{sms} * per_sm, (big_cap * kTileRows + warps - 1) / warps);
   if (blocks <= 0) return cudaSuccess;
-  gather_kernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(x, order, k, big, big_cap, counts, dim, images);
-  return cudaGetLastError();
+  return launch_with_shared(gather_kernel, dim3(static_cast<unsigned>(blocks)), 32 * warps, per_warp * warps, stream, x, order, k, big,
+                            big_cap, counts, dim, images);
 }
 
-cudaError_t launch_combine(const float* per_pair, const int64_t* experts, int64_t tokens, int k, int64_t first, int64_t last, int dim,
-                           float* out, bool per_slot, int sms, cudaStream_t stream) {
+cudaError_t launch_combine(const __nv_bfloat16* per_pair, const int64_t* experts, const float* weights, int64_t tokens, int k,
+                           int64_t first, int64_t last, int dim, float* out, bool per_slot, int sms, cudaStream_t stream) {
   const int64_t rows = per_slot ? tokens * k : tokens;
   const int64_t blocks = std::min<int64_t>(int64_t{sms} * 8, (rows * dim / 4 + 255) / 256);
   if (blocks <= 0) return cudaSuccess;
   if (per_slot)
-    return launch_dependent(slots_kernel, dim3(static_cast<unsigned>(blocks)), 256, 0, stream, per_pair, experts, rows, first, last, dim,
-                            out);
-  return launch_dependent(combine_kernel, dim3(static_cast<unsigned>(blocks)), 256, 0, stream, per_pair, experts, tokens, k, first, last,
-                          dim, out);
+    return launch_dependent(slots_kernel, dim3(static_cast<unsigned>(blocks)), 256, 0, stream, per_pair, experts, weights, rows, first,
+                            last, dim, out);
+  return launch_dependent(combine_kernel, dim3(static_cast<unsigned>(blocks)), 256, 0, stream, per_pair, experts, weights, tokens, k, first,
+                          last, dim, out);
 }
 
 }  // namespace deepinfer::model::cuda::moe_fp4_detail

@@ -19,16 +19,20 @@ constexpr int kGroupThreads = 128;  // a block of the decode kernel; a warpgroup
 struct GemmArgs {
   const uint64_t* packed;  // w13 (2 per expert) or w2 (1 per expert) device pointers
   const uint64_t* scale;
-  const __nv_bfloat16* x;  // decode gate/up: the x rows, read by token
-  const uint8_t* images;   // prefill gate/up: the gathered x images; down: the activation images
-  const int64_t* order;    // [pairs] sorted by expert (routed)
-  const float* routing_weights;
-  const float* sorted_weights;  // [pairs]: routing_weights[order[row]] (routed)
-  const int4* tiles;            // (expert, first sorted row, rows, image row)
-  const int32_t* count;         // decode: counts[0]; prefill: counts (the classes at counts[4 ..])
-  int64_t big_cap;              // prefill: the tiles of width class c at tiles + c big_cap
-  uint8_t* act;                 // gate/up output: the activation images
-  float* per_pair;              // down output [pairs, D]
+  const __nv_bfloat16* x;   // decode gate/up: the x rows, read by token
+  const uint8_t* images;    // prefill gate/up: the gathered x images; down: the activation images
+  const int64_t* order;     // [pairs] sorted by expert (routed)
+  const int4* tiles;        // (expert, first sorted row, rows, image row)
+  const int32_t* count;     // decode: counts[0]; prefill: counts (the classes at counts[4 ..])
+  int64_t big_cap;          // prefill: the tiles of width class c at tiles + c big_cap
+  uint8_t* act;             // gate/up output: the activation images
+  __nv_bfloat16* per_pair;  // down output [pairs, D]: each pair's y, not yet weighted (the sum over slots weights it)
+  // Decode with at most kSmallRows pairs in all (local_pairs of them; 0 otherwise): no sort ran,
+  // each block finds its tile from the routing itself (local_tile()); tiles and order are unused.
+  const int64_t* experts;
+  int64_t first_expert;
+  int num_experts;
+  int local_pairs;
   int64_t k;
   int K;  // reduction length: D (gate/up) or I (down)
   int F;  // output features per matrix: I (gate/up) or D (down)
