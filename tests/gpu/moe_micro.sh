@@ -6,6 +6,8 @@
 # compiled against its own headers with -Ddeepinfer=deepinfer_ref), each output is compared with
 # that revision's and both are timed in the same run. `profile` as an argument adds each kernel's
 # device time from Nsight Compute (one call at 1 and at 4,096 tokens; ncu serializes the kernels).
+# `prefill` adds Nsight Compute's view of the prefill kernels at 4,096 tokens: L2, DRAM, tensor pipe and
+# issue throughput, and the cycles a warp waits per issued instruction by stall reason.
 # `probe` as an argument also builds and runs tests/model/moe_load_probe.cu (the decode kernels'
 # loads without their arithmetic, beside variants of the pattern).
 # `--build-only` builds here (nvcc needs no GPU) and stops; `--no-build` runs what build-micro/
@@ -107,5 +109,22 @@ if [ "$mode" = profile ]; then
            /gpu__time_duration.sum/ { printf "  %-40s %s %s\n", name, $3, $2 }' "$out/moe_ncu_${t}_${side%::}.txt"
     done
   done
+fi
+if [ "$mode" = prefill ]; then
+  # Where the prefill GEMMs' time goes at 4,096 tokens (this build and each variant's).
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for b in $M build-micro/moe_micro_*; do
+    [ -x "$b" ] || continue
+    echo "== ncu, 4,096 tokens, prefill kernels of $b"
+    $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*prefill_kernel" --launch-count 2 \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis --section WarpStateStats \
+      --metrics lts__t_bytes.sum.per_second,dram__bytes_read.sum.per_second,l1tex__m_xbar2l1tex_read_bytes.sum.per_second,sm__cycles_elapsed.avg.per_second \
+      $b --tokens 4096 --iters 1 > "$out/moe_prefill_$(basename $b).txt" 2>&1
+    grep -E "prefill_kernel|Duration|Throughput|Busy|Hit Rate|per_second|Spilling Requests  |Executed Ipc" "$out/moe_prefill_$(basename $b).txt" | head -60
+  done
+  echo "== ncu, 4,096 tokens, where the prefill kernels' warps wait (cycles a warp an issued instruction)"
+  $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*prefill_kernel" --launch-count 2 \
+    --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" $M --tokens 4096 --iters 1 > "$out/moe_stalls.txt" 2>&1
+  awk '/prefill_kernel/ { print } $3 + 0 >= 0.05 && /stalled/ { sub(/smsp__average_warps_issue_stalled_/, ""); printf "    %-50s %s\n", $1, $3 }' "$out/moe_stalls.txt"
 fi
 exit $status
