@@ -42,7 +42,7 @@ Workspace carve(const MoeFp4Args& a) {
     at += align256(bytes);
     return p;
   };
-  w.counts = reinterpret_cast<int32_t*>(take(8 * sizeof(int32_t)));
+  w.counts = reinterpret_cast<int32_t*>(take((4 + kWidths) * sizeof(int32_t)));
   w.order = reinterpret_cast<int64_t*>(take(pairs * sizeof(int64_t)));
   w.small = reinterpret_cast<int4*>(take(std::max<int64_t>(w.small_cap, 1) * sizeof(int4)));
   w.big = reinterpret_cast<int4*>(take(kWidths * std::max<int64_t>(w.big_cap, 1) * sizeof(int4)));

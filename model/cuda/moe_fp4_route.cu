@@ -136,8 +136,12 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* exp
   }
   if (threadIdx.x == 0) {
     counts[0] = small_base;
-    counts[1] = big_base[0] + big_base[1] + big_base[2] + big_base[3];
-    for (int c = 0; c < kWidths; ++c) counts[4 + c] = big_base[c];
+    int prefill_tiles = 0;
+    for (int c = 0; c < kWidths; ++c) {
+      counts[4 + c] = big_base[c];
+      prefill_tiles += big_base[c];
+    }
+    counts[1] = prefill_tiles;
     counts[2] = start_base;
   }
 }
