@@ -98,8 +98,8 @@ if [ "$mode" = probe ]; then
   build-micro/moe_load_probe 2>&1 | tee "$out/moe_load_probe.txt"
   status=$(( status + ${PIPESTATUS[0]} ))
 fi
+ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ "$mode" = profile ]; then
-  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for t in 1 64 4096; do
     for side in "deepinfer::" "deepinfer_ref::"; do
       echo "== ncu, $t tokens, kernels of ${side%::}: device time per launch (serialized), the first call's"
@@ -112,7 +112,6 @@ if [ "$mode" = profile ]; then
 fi
 if [ "$mode" = prefill ]; then
   # Where the prefill GEMMs' time goes at 4,096 tokens (this build and each variant's).
-  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for b in $M build-micro/moe_micro_*; do
     [ -x "$b" ] || continue
     echo "== ncu, 4,096 tokens, prefill kernels of $b"
