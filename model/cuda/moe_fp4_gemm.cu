@@ -11,6 +11,13 @@ using namespace moe_fp4_detail;
 
 constexpr int kMaxDim = 12288;
 constexpr int64_t kMaxExperts = 1024;  // the sort keeps (32 + 1) E counters in shared memory
+#ifndef DEEPINFER_MOE_STOP_AFTER
+#define DEEPINFER_MOE_STOP_AFTER 9
+#endif
+// A measuring knob (tests/gpu/moe_micro.sh's timing-only variants): the layer stops after this
+// many of its stages (1 sort, 2 gather, 3 gate/up, 4 down; 9, the default, runs them all), so the
+// differences between builds are each stage's time in place. Anything below 9 gives wrong outputs.
+constexpr int kStopAfter = DEEPINFER_MOE_STOP_AFTER;
 
 // The workspace's parts, each 256-byte aligned.
 struct Workspace {
@@ -32,7 +39,7 @@ Workspace carve(const MoeFp4Args& a) {
   Workspace w{};
   w.small_cap = std::min(E, pairs);
   // A prefill tile's expert has more than 8 rows: at most pairs / 9 of them, each with one
-  // short tile beyond pairs / 128 full ones. Images: those experts' rows rounded up to 32.
+  // short tile beyond pairs / 128 full ones. Images: those experts' rows rounded up to kImageStep.
   w.big_cap = (pairs + kTileRows - 1) / kTileRows + std::min(E, pairs / (kSmallRows + 1));
   w.image_cap = pairs + (kImageStep - 1) * std::min(E, pairs / (kSmallRows + 1));
   auto* base = static_cast<uint8_t*>(a.workspace);
@@ -84,8 +91,10 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   if (prefill && (error = launch_route(a.experts, pairs, a.first_expert, static_cast<int>(a.num_experts), w.order, w.small, w.big,
                                        w.big_cap, w.counts, stream)) != cudaSuccess)
     return error;
+  if (kStopAfter <= 1) return cudaSuccess;
   if (prefill && (error = launch_gather(a.x, w.order, a.k, w.big, w.big_cap, w.counts, D, w.gathered, sms, stream)) != cudaSuccess)
     return error;
+  if (kStopAfter <= 2) return cudaSuccess;
   GemmArgs up{};
   up.packed = a.w13_packed;
   up.scale = a.w13_scale;
@@ -110,6 +119,7 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   up_big.count = w.counts;
   up_big.big_cap = w.big_cap;
   if (prefill && (error = launch_prefill<true>(up_big, w.big_cap, sms, stream)) != cudaSuccess) return error;
+  if (kStopAfter <= 3) return cudaSuccess;
   GemmArgs down = up;
   down.packed = a.w2_packed;
   down.scale = a.w2_scale;
@@ -123,6 +133,7 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   down_big.count = w.counts;
   down_big.big_cap = w.big_cap;
   if (prefill && (error = launch_prefill<false>(down_big, w.big_cap, sms, stream)) != cudaSuccess) return error;
+  if (kStopAfter <= 4) return cudaSuccess;
   return launch_combine(w.per_pair, a.experts, a.routing_weights, a.tokens, static_cast<int>(a.k), a.first_expert,
                         a.first_expert + a.num_experts, D, a.out, a.per_slot, sms, stream);
 }

@@ -24,7 +24,7 @@
 // sort, no atomics, no host read) and cuts each expert's rows into tiles on the device: up to 8
 // rows (decode: mma.sync m16n8k16 per warp, the tile's rows in shared memory, weights streamed
 // once through a register ring) or up to 128 (prefill: wgmma m64nRk16 with the weights as the
-// register operand and the tile's rows, R = rows rounded up to 32, brought into shared memory by
+// register operand and the tile's rows, R = rows rounded up to 16, brought into shared memory by
 // bulk copies from an "image" the gather wrote; two warpgroups multiply while one warp copies).
 // Both regimes run the same k16 steps in the same order for every output element, and
 // mma.sync and wgmma give such an element the same bits, so a pair's result does not depend on
@@ -73,8 +73,8 @@ struct MoeFp4Args {
 bool moe_fp4_shape_supported(int64_t hidden, int64_t intermediate, int64_t experts);
 
 // The scratch a call needs: the sorted pairs and the tile lists, the images of the prefill tiles'
-// x rows (more than 8 pairs) and every tile's activations (a prefill tile's rows rounded up to 32:
-// at most tokens k + 31 min(E, tokens k / 9) rows of D and of I bfloat16), and each pair's output
+// x rows (more than 8 pairs) and every tile's activations (a prefill tile's rows rounded up to 16:
+// at most tokens k + 15 min(E, tokens k / 9) rows of D and of I bfloat16), and each pair's output
 // before its routing weight [tokens k, D] bfloat16.
 size_t moe_fp4_workspace_bytes(const MoeFp4Args& args);
 

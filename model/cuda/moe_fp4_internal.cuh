@@ -31,10 +31,13 @@ namespace deepinfer::model::cuda::moe_fp4_detail {
 
 constexpr int kSuper = 128;
 constexpr int kSmallRows = 8;   // decode tiles: up to 8 rows
-constexpr int kTileRows = 128;  // prefill tiles: up to 128 rows, an image of the rows rounded up to 32
-constexpr int kImageStep = 32;
-constexpr int kWidths = kTileRows / kImageStep;  // prefill tile widths (image rows): 32, 64, 96, 128
-constexpr uint32_t kTwo64 = 0x5F805F80u;         // bfloat16 2^64, twice
+constexpr int kTileRows = 128;  // prefill tiles: up to 128 rows, an image of the rows rounded up to kImageStep
+#ifndef DEEPINFER_MOE_IMAGE_STEP
+#define DEEPINFER_MOE_IMAGE_STEP 16
+#endif
+constexpr int kImageStep = DEEPINFER_MOE_IMAGE_STEP;  // a prefill tile's image rows: its rows rounded up to this
+constexpr int kWidths = kTileRows / kImageStep;       // prefill tile widths (image rows): 16, 32, .., 128
+constexpr uint32_t kTwo64 = 0x5F805F80u;              // bfloat16 2^64, twice
 
 // Image rows of a prefill tile of `rows` rows (1..kTileRows); a decode tile's image has kSmallRows.
 __host__ __device__ constexpr int big_image_rows(int rows) { return (rows + kImageStep - 1) / kImageStep * kImageStep; }
@@ -84,7 +87,7 @@ __device__ __forceinline__ void store_group_column(uint8_t* image, int R, int n,
 // expert, stable, into order[counts[2]]; each expert's rows cut into a decode tile (1..8 rows) or
 // prefill tiles (128 rows, the last one shorter), each with its image row (the experts' images
 // one after the other: a decode tile's rows, big_image_rows() of a prefill tile's). Decode tiles
-// in small[counts[0]], in expert order; prefill tiles by width: class c (image rows 32 (c + 1))
+// in small[counts[0]], in expert order; prefill tiles by width: class c (image rows kImageStep (c + 1))
 // in big[c big_cap ..], counts[4 + c] of them, in expert order; counts[1] all of them. One block,
 // route_shared_bytes(E) bytes of shared memory.
 size_t route_shared_bytes(int num_experts);

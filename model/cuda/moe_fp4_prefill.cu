@@ -36,14 +36,23 @@ __device__ __forceinline__ void hold(uint32_t (&a)[N][4]) {
 __device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kGroupThreads) : "memory"); }
 
 // acc += the superblock's eight k16 steps, B the superblock of an image of R rows at `b`.
+// Step s's descriptor is b's plus its offset / 16 in the low word: the start address field (bits
+// 0..13, the shared address / 16) cannot carry, since shared memory ends below 256 KB.
 template <int R>
 __device__ __forceinline__ void multiply_rows(float* acc, const uint32_t (&a)[8][4], const uint8_t* b) {
+  const uint64_t base = wgmma_descriptor(b, 16, 1024);
+  const uint32_t base_lo = static_cast<uint32_t>(base);
+  const uint64_t base_hi = base & 0xFFFFFFFF00000000ull;
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
-    const uint64_t desc = wgmma_descriptor(b + (s >> 2) * (R * 128) + 32 * (s & 3), 16, 1024);
+    const uint64_t desc = base_hi | (base_lo + static_cast<uint32_t>(((s >> 2) * (R * 128) + 32 * (s & 3)) >> 4));
+    if constexpr (R == 16) wgmma_m64n16k16_rs(acc, a[s], desc);
     if constexpr (R == 32) wgmma_m64n32k16_rs(acc, a[s], desc);
+    if constexpr (R == 48) wgmma_m64n48k16_rs(acc, a[s], desc);
     if constexpr (R == 64) wgmma_m64n64k16_rs(acc, a[s], desc);
+    if constexpr (R == 80) wgmma_m64n80k16_rs(acc, a[s], desc);
     if constexpr (R == 96) wgmma_m64n96k16_rs(acc, a[s], desc);
+    if constexpr (R == 112) wgmma_m64n112k16_rs(acc, a[s], desc);
     if constexpr (R == 128) wgmma_m64n128k16_rs(acc, a[s], desc);
   }
 }
@@ -160,6 +169,20 @@ __device__ __forceinline__ void run_item(const GemmArgs& a, const Frag& frag, co
   }
 }
 
+// run_item for the image width R (a multiple of kImageStep up to kTileRows), W the first width tried.
+template <bool kGateUp, int W = kImageStep, typename Frag>
+__device__ __forceinline__ void run_width(int R, const GemmArgs& a, const Frag& frag, const Frag* next, WeightSlot* slots, int4 tile,
+                                          int fm, int nsb, const uint8_t* ring, uint64_t* full, uint64_t* empty, int& stage,
+                                          uint32_t& phase, Column* columns, int barrier) {
+  if constexpr (W == kTileRows) {
+    run_item<kGateUp, W>(a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
+  } else if (R == W) {
+    run_item<kGateUp, W>(a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
+  } else {
+    run_width<kGateUp, W + kImageStep>(R, a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
+  }
+}
+
 // Prefill tile `index` of all widths, the classes one after the other (moe_fp4_internal.cuh).
 __device__ __forceinline__ int4 prefill_tile(const GemmArgs& a, int index) {
   int c = 0;
@@ -168,7 +191,7 @@ __device__ __forceinline__ int4 prefill_tile(const GemmArgs& a, int index) {
 }
 
 // Prefill: per block two warpgroups multiply (each 64 weight rows, one wgmma m64nRk16 per k16
-// step, R the tile's image rows: 32..128) and one thread copies the tile's B image a superblock
+// step, R the tile's image rows: 16..128) and one thread copies the tile's B image a superblock
 // at a time (32 KB at most) into a ring of kStages buffers (bulk copies completing on mbarriers;
 // each buffer handed back once both warpgroups' wgmmas on it are done). Both warpgroups take the
 // same (tile, slice of 128 weight rows) items, persistent over them.
@@ -176,7 +199,9 @@ template <bool kGateUp>
 __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmArgs a) {
   using Frag = Fragment<kGateUp>;
   extern __shared__ uint8_t shared_raw[];
-  uint8_t* ring = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t{1023});
+  // 1024-aligned in the shared window (the swizzle's atom), kept a pointer into shared_raw so that the
+  // compiler knows every pointer made from it is shared memory (ld.shared, not generic loads).
+  uint8_t* ring = shared_raw + ((1024u - (shared_address(shared_raw) & 1023u)) & 1023u);
   WeightSlot* weight_ring = reinterpret_cast<WeightSlot*>(ring + kStages * kStageBytes);              // [kPrefillPrefetch][8 warps]
   Column* columns = reinterpret_cast<Column*>(weight_ring + kPrefillPrefetch * 4 * kConsumerGroups);  // [2][128]
   uint64_t* full = reinterpret_cast<uint64_t*>(columns + kConsumerGroups * kGroupThreads);
@@ -238,15 +263,10 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmA
     const bool more = next_item < items;
     const int4 next_tile = more ? prefill_tile(a, next_item / slices) : tile;
     const Frag next(a, next_tile.x, more ? f_warp_of(next_item) : 0);
-    const Frag* next_ptr = chained && more ? &next : nullptr;
     const int R = big_image_rows(tile.z), fm = f_warp_of(item) + g;
     Column* cols = columns + group * kGroupThreads;
-    switch (R) {
-      case 32: run_item<kGateUp, 32>(a, frag, next_ptr, slots, tile, fm, nsb, ring, full, empty, stage, phase, cols, 1 + group); break;
-      case 64: run_item<kGateUp, 64>(a, frag, next_ptr, slots, tile, fm, nsb, ring, full, empty, stage, phase, cols, 1 + group); break;
-      case 96: run_item<kGateUp, 96>(a, frag, next_ptr, slots, tile, fm, nsb, ring, full, empty, stage, phase, cols, 1 + group); break;
-      default: run_item<kGateUp, 128>(a, frag, next_ptr, slots, tile, fm, nsb, ring, full, empty, stage, phase, cols, 1 + group); break;
-    }
+    const Frag* next_ptr = chained && more ? &next : nullptr;
+    run_width<kGateUp>(R, a, frag, next_ptr, slots, tile, fm, nsb, ring, full, empty, stage, phase, cols, 1 + group);
     if (more && !chained) first_copies(next);
     tile = next_tile;
     frag = next;

@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kRouteThreads) route_kernel(const int64_t* exp
         rows += n;
       }
     }
-    // Image rows: a decode tile's own rows, a prefill tile's rounded up to 32.
+    // Image rows: a decode tile's own rows, a prefill tile's rounded up to kImageStep.
     const int image = rows <= kSmallRows ? rows : rows / kTileRows * kTileRows + big_image_rows(rows % kTileRows);
     int total = 0, small_total = 0, image_total = 0;
     const int start = start_base + block_exclusive_scan(rows, scratch, &total);

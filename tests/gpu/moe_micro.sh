@@ -8,12 +8,16 @@
 # device time from Nsight Compute (one call at 1 and at 4,096 tokens; ncu serializes the kernels).
 # `prefill` adds Nsight Compute's view of the prefill kernels at 4,096 tokens: L2, DRAM, tensor pipe and
 # issue throughput, and the cycles a warp waits per issued instruction by stall reason.
+# `source` adds Nsight Compute's stall samples per SASS instruction of the prefill kernels at 4,096
+# tokens (prefill_source.csv under $OUT), the sort's stall reasons, and each prefill kernel's SM
+# active cycles (min, mean, max: how evenly the persistent blocks' items spread).
+# Variants (MOE_VARIANTS) are checked against the reference too, unless named time_* (timing only).
 # `probe` as an argument also builds and runs tests/model/moe_load_probe.cu (the decode kernels'
 # loads without their arithmetic, beside variants of the pattern).
 # `--build-only` builds here (nvcc needs no GPU) and stops; `--no-build` runs what build-micro/
 # holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/moe_micro.sh --prepare e40fd58           (here, before the call; .deps travels as carry)
-#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|probe]
+#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|prefill|source|probe]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/moe_ref && mkdir -p .deps/moe_ref
@@ -69,14 +73,18 @@ if [ $build = 1 ]; then
   for v in ${MOE_VARIANTS:-}; do
     name=${v%%:*} flags=${v#*:}
     vobjs=()
+    : > "$out/moe_micro_build_$name.log"
     for f in moe_fp4_gemm moe_fp4_decode moe_fp4_route moe_fp4_prefill; do
       arch=(-arch=sm_90)
       [ $f = moe_fp4_prefill ] && arch=(-gencode=arch=compute_90a,code=sm_90a)
-      $nvcc -std=c++17 -O3 "${arch[@]}" -I. ${flags//,/ } -c model/cuda/$f.cu -o build-micro/${f}_$name.o >> "$out/moe_micro_build.log" 2>&1 ||
-        { cat "$out/moe_micro_build.log"; exit 1; }
+      $nvcc -std=c++17 -O3 "${arch[@]}" -I. -Xptxas -v ${flags//,/ } -c model/cuda/$f.cu -o build-micro/${f}_$name.o >> "$out/moe_micro_build_$name.log" 2>&1 ||
+        { cat "$out/moe_micro_build_$name.log"; exit 1; }
+      [ $f = moe_fp4_prefill ] && grep -E "registers|spill|C75" "$out/moe_micro_build_$name.log" | grep -v "0 bytes spill" | sed "s/^/$name: /" | head -8
       vobjs+=(build-micro/${f}_$name.o)
     done
-    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_micro.cu "${vobjs[@]}" -o build-micro/moe_micro_$name >> "$out/moe_micro_build.log" 2>&1 ||
+    vref=("${ref[@]}")
+    case $name in time_*) vref=() ;; esac
+    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_micro.cu "${vobjs[@]}" "${vref[@]}" -o build-micro/moe_micro_$name >> "$out/moe_micro_build.log" 2>&1 ||
       { cat "$out/moe_micro_build.log"; exit 1; }
   done
 fi
@@ -91,7 +99,14 @@ $M --tokens 1,64,256,4096 --iters 20 2>&1 | tee "$out/moe_micro.txt"
 status=$(( ${PIPESTATUS[0]} + check_status ))
 for b in build-micro/moe_micro_*; do
   [ -x "$b" ] || continue
-  echo "== variant ${b#build-micro/moe_micro_}"
+  name=${b#build-micro/moe_micro_}
+  echo "== variant $name"
+  case $name in
+    time_*) ;;
+    *) $b --check > /tmp/moe_check_$name.txt 2>&1 || status=$(( status + 1 ))
+       grep -cE "^  check" /tmp/moe_check_$name.txt | sed 's/$/ configurations checked against the reference/'
+       grep -E "DIFFERENT|: [1-9][0-9]* of [0-9]+ values| [1-9][0-9]* NaN|--check:|moe_micro:" /tmp/moe_check_$name.txt | head -8 ;;
+  esac
   $b --tokens 1,64,256,4096 --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO" | tee -a "$out/moe_micro.txt"
 done
 if [ "$mode" = probe ]; then
@@ -108,6 +123,27 @@ if [ "$mode" = profile ]; then
       awk '/^  [a-zA-Z_].*\(/ { name = $0; sub(/^ +/, "", name); sub(/\(.*/, "", name); n = split(name, parts, "::"); name = parts[n] }
            /gpu__time_duration.sum/ { printf "  %-40s %s %s\n", name, $3, $2 }' "$out/moe_ncu_${t}_${side%::}.txt"
     done
+  done
+fi
+if [ "$mode" = source ]; then
+  # Where in the prefill kernels' SASS the warps wait: Nsight Compute's stall samples per SASS
+  # instruction at 4,096 tokens (this build), as CSV.
+  $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*prefill_kernel" --launch-count 2 \
+    --section SourceCounters --section WarpStateStats --import-source yes -f -o /tmp/moe_source $M --tokens 4096 --iters 1 > /dev/null 2>&1
+  $ncu --import /tmp/moe_source.ncu-rep --page source --csv --print-source sass > "$out/prefill_source.csv" 2>&1
+  echo "== ncu source page: $(wc -l < "$out/prefill_source.csv") lines in prefill_source.csv"
+  head -3 "$out/prefill_source.csv" | cut -c1-600
+  echo "== ncu, 4,096 tokens, the sort (route_kernel): duration and the cycles a warp waits per issued instruction"
+  $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*route_kernel" --launch-count 1 \
+    --metrics "gpu__time_duration.sum,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
+    $M --tokens 4096 --iters 1 2>&1 | awk '/gpu__time|inst_executed/ { print "    " $1, $2, $3 } $3 + 0 >= 0.2 && /stalled/ { sub(/smsp__average_warps_issue_stalled_/, ""); printf "    %-50s %s\n", $1, $3 }'
+  # How evenly the persistent blocks' items spread: each SM's active cycles (min, mean, max).
+  for b in $M build-micro/moe_micro_*; do
+    case $b in *moe_micro_time_*) continue ;; esac
+    echo "== ncu, 4,096 tokens, prefill kernels of $b: duration and SM active cycles min / mean / max"
+    $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*prefill_kernel" --launch-count 2 \
+      --metrics gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max $b --tokens 4096 --iters 1 2>&1 |
+      grep -E "prefill_kernel|gpu__time|sm__cycles" | sed 's/^ */  /'
   done
 fi
 if [ "$mode" = prefill ]; then
