@@ -174,13 +174,11 @@ template <bool kGateUp, int W = kImageStep, typename Frag>
 __device__ __forceinline__ void run_width(int R, const GemmArgs& a, const Frag& frag, const Frag* next, WeightSlot* slots, int4 tile,
                                           int fm, int nsb, const uint8_t* ring, uint64_t* full, uint64_t* empty, int& stage,
                                           uint32_t& phase, Column* columns, int barrier) {
-  if constexpr (W == kTileRows) {
-    run_item<kGateUp, W>(a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
-  } else if (R == W) {
-    run_item<kGateUp, W>(a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
-  } else {
-    run_width<kGateUp, W + kImageStep>(R, a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
+  if constexpr (W < kTileRows) {
+    if (R != W)
+      return run_width<kGateUp, W + kImageStep>(R, a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
   }
+  run_item<kGateUp, W>(a, frag, next, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
 }
 
 // Prefill tile `index` of all widths, the classes one after the other (moe_fp4_internal.cuh).
