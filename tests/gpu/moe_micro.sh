@@ -14,10 +14,12 @@
 # Variants (MOE_VARIANTS) are checked against the reference too, unless named time_* (timing only).
 # `probe` as an argument also builds and runs tests/model/moe_load_probe.cu (the decode kernels'
 # loads without their arithmetic, beside variants of the pattern).
+# `rate` builds and runs tests/model/wgmma_rate.cu alone (the register-A wgmma's rate at the prefill
+# widths, with and without the dequantization in front of it) and nothing else.
 # `--build-only` builds here (nvcc needs no GPU) and stops; `--no-build` runs what build-micro/
 # holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/moe_micro.sh --prepare e40fd58           (here, before the call; .deps travels as carry)
-#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|prefill|source|probe]
+#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|prefill|source|probe|rate]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/moe_ref && mkdir -p .deps/moe_ref
@@ -67,7 +69,17 @@ if [ $build = 1 ]; then
       { cat "$out/moe_micro_build.log"; exit 1; }
   fi
 fi
-# Variants named in MOE_VARIANTS as NAME:FLAGS (e.g. "pf8:-DDEEPINFER_MOE_PREFILL_PREFETCH=8"; commas for
+if [ "$mode" = rate ]; then
+  if [ $build = 1 ]; then
+    $nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. tests/model/wgmma_rate.cu -o build-micro/wgmma_rate >> "$out/moe_micro_build.log" 2>&1 ||
+      { cat "$out/moe_micro_build.log"; exit 1; }
+  fi
+  [ $run = 1 ] || exit 0
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+  build-micro/wgmma_rate 2>&1 | tee "$out/wgmma_rate.txt"
+  exit "${PIPESTATUS[0]}"
+fi
+# Variants named in MOE_VARIANTS as NAME:FLAGS (e.g. "st3:-DDEEPINFER_MOE_PREFILL_STAGES=3"; commas for
 # spaces): the kernels rebuilt with those flags into build-micro/moe_micro_NAME, run after the main binary.
 if [ $build = 1 ]; then
   for v in ${MOE_VARIANTS:-}; do
@@ -130,16 +142,32 @@ if [ "$mode" = source ]; then
   # instruction at 4,096 tokens (this build), as CSV.
   $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*prefill_kernel" --launch-count 2 \
     --section SourceCounters --section WarpStateStats --import-source yes -f -o /tmp/moe_source $M --tokens 4096 --iters 1 > /dev/null 2>&1
-  $ncu --import /tmp/moe_source.ncu-rep --page source --csv --print-source sass > "$out/prefill_source.csv" 2>&1
-  echo "== ncu source page: $(wc -l < "$out/prefill_source.csv") lines in prefill_source.csv"
-  head -3 "$out/prefill_source.csv" | cut -c1-600
+  $ncu --import /tmp/moe_source.ncu-rep --page source --csv --print-source sass > /tmp/prefill_source_full.csv 2>&1
+  # Only the columns read here (address, SASS, stall samples, executions, the per-reason stall
+  # columns) and only the instructions that executed, so the file comes back from the machine.
+  python3 - /tmp/prefill_source_full.csv "$out/prefill_source.csv" <<'PY'
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+keep, kept = None, 0
+with open(sys.argv[2], "w", newline="") as f:
+    w = csv.writer(f)
+    for r in rows:
+        if r and r[0] == "Kernel Name":
+            w.writerow(r[:2]); keep = None; continue
+        if r and r[0] == "Address":
+            ie = r.index("Instructions Executed")
+            keep = [i for i, h in enumerate(r) if i < 3 or h in ("Instructions Executed", "Warp Stall Sampling (Not-issued Samples)") or re.search("stall", h, re.I)]
+            print("columns kept:", [r[i] for i in keep]); w.writerow([r[i] for i in keep]); continue
+        if keep and len(r) > max(keep) and (r[2] not in ("0", "") or r[ie] not in ("0", "")):
+            w.writerow([r[i] for i in keep]); kept += 1
+print(kept, "instructions kept of", len(rows), "lines")
+PY
   echo "== ncu, 4,096 tokens, the sort (route_kernel): duration and the cycles a warp waits per issued instruction"
   $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*route_kernel" --launch-count 1 \
     --metrics "gpu__time_duration.sum,smsp__inst_executed.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
     $M --tokens 4096 --iters 1 2>&1 | awk '/gpu__time|inst_executed/ { print "    " $1, $2, $3 } $3 + 0 >= 0.2 && /stalled/ { sub(/smsp__average_warps_issue_stalled_/, ""); printf "    %-50s %s\n", $1, $3 }'
   # How evenly the persistent blocks' items spread: each SM's active cycles (min, mean, max).
   for b in $M build-micro/moe_micro_*; do
-    case $b in *moe_micro_time_*) continue ;; esac
     echo "== ncu, 4,096 tokens, prefill kernels of $b: duration and SM active cycles min / mean / max"
     $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*prefill_kernel" --launch-count 2 \
       --metrics gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max $b --tokens 4096 --iters 1 2>&1 |
