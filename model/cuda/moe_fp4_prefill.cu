@@ -12,8 +12,8 @@
 namespace deepinfer::model::cuda::moe_fp4_detail {
 namespace {
 
-constexpr int kConsumerGroups = 2;  // the warpgroups that multiply; one more warp copies
-constexpr int kPrefillThreads = kGroupThreads * kConsumerGroups + 32;
+constexpr int kConsumerGroups = 2;                                      // the warpgroups that multiply; one more warp copies
+constexpr int kPrefillThreads = kGroupThreads * (kConsumerGroups + 1);  // and a service warpgroup: one warp copies, three write results
 #ifndef DEEPINFER_MOE_PREFILL_STAGES
 #define DEEPINFER_MOE_PREFILL_STAGES 4
 #endif
@@ -26,9 +26,6 @@ __device__ __forceinline__ void hold(uint32_t (&a)[N][4]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+r"(a[i][0]), "+r"(a[i][1]), "+r"(a[i][2]), "+r"(a[i][3])::"memory");
 }
-
-// A barrier of the 128 threads of one warpgroup (named barrier `id`, 1..15).
-__device__ __forceinline__ void named_sync(int id) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(kGroupThreads) : "memory"); }
 
 // acc += the superblock's eight k16 steps, B the superblock of an image of R rows at `b`.
 // Step s's descriptor is b's plus its offset / 16 in the low word: the start address field (bits
@@ -141,53 +138,89 @@ __device__ __forceinline__ void consume(int nsb, const WeightSlot* slots, const 
   }
 }
 
-// A prefill tile's column (row of the tile) as the down epilogue needs it: its pair.
-using Column = int64_t;
+// The hand-over of an item's results from the consuming warpgroups to the epilogue warps: its
+// bfloat16 values by column (row of the tile), kOutStride bytes a column (the 4-word padding
+// keeps both sides' accesses free of bank conflicts). Gate/up: word 64 c + i of column c is
+// feature i's (h of w1, h of w3), the item's 64 features; down: half-word i is feature i's y,
+// the item's 128 features.
+constexpr int kOutStride = 272;
+constexpr int kEpilogueThreads = kGroupThreads - 32;  // the service warpgroup's warps but the copying one
 
-// Prefill, one item of a consuming warpgroup: its accumulators, then the epilogue. Down: thread
-// c of the warpgroup loads column c's pair before the main loop and puts it in `columns` (this
-// warpgroup's 128) after it.
+// Prefill, one item of a consuming warpgroup: its accumulators, then the hand-over of their
+// values rounded to bfloat16 (as the epilogue rounds them first) once the epilogue warps are done
+// with the last item's (out_empty, out_full: arrivals of all 256 consuming threads, of all
+// epilogue threads). fi: this thread's first feature in the item.
 template <bool kGateUp, int R>
-__device__ __forceinline__ void run_item(const GemmArgs& a, const WeightSlot* slots, int4 tile, int fm, int nsb, const uint8_t* ring,
-                                         uint64_t* full, uint64_t* empty, int& stage, uint32_t& phase, Column* columns, int barrier) {
-  const int c = threadIdx.x & (kGroupThreads - 1);
-  const Column mine = !kGateUp && c < tile.z ? a.order[tile.y + c] : 0;
+__device__ __forceinline__ void run_item(const WeightSlot* slots, int fi, int nsb, const uint8_t* ring, uint64_t* full, uint64_t* empty,
+                                         int& stage, uint32_t& phase, uint8_t* out, uint64_t* out_full, uint64_t* out_empty,
+                                         uint32_t& out_phase) {
   float acc[R / 2];
   consume<R>(nsb, slots, ring, full, empty, stage, phase, acc);
-  if constexpr (!kGateUp) {
-    named_sync(barrier);  // every thread of the warpgroup is done with the last item's columns
-    columns[c] = mine;
-    named_sync(barrier);
-  }
+  sm90::wait_barrier(out_empty, out_phase ^ 1);
   const int t = threadIdx.x & 3;
 #pragma unroll
   for (int j = 0; j < R / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
-      const int r = 8 * j + 2 * t + e;
-      if (r >= tile.z) continue;
+      uint8_t* column = out + (8 * j + 2 * t + e) * kOutStride;
+      const __nv_bfloat16 lo = __float2bfloat16_rn(acc[4 * j + e]), hi = __float2bfloat16_rn(acc[4 * j + 2 + e]);
       if constexpr (kGateUp) {
-        const float v = swiglu(acc[4 * j + e], acc[4 * j + 2 + e], a.limit);
-        uint8_t* image = a.act + int64_t{tile.w} * a.F * 2;
-        *reinterpret_cast<__nv_bfloat16*>(image + image_offset(R, r, logical_position(fm))) = __float2bfloat16_rn(v * 0x1p64f);
+        reinterpret_cast<__nv_bfloat162*>(column)[fi] = __halves2bfloat162(lo, hi);
       } else {
-        __nv_bfloat16* dst = a.per_pair + columns[r] * a.F + fm;
-        dst[0] = __float2bfloat16_rn(acc[4 * j + e]);
-        dst[8] = __float2bfloat16_rn(acc[4 * j + 2 + e]);
+        reinterpret_cast<__nv_bfloat16*>(column)[fi] = lo;
+        reinterpret_cast<__nv_bfloat16*>(column)[fi + 8] = hi;
       }
     }
   }
+  sm90::arrive(out_full);
+  out_phase ^= 1;
 }
 
 // run_item for the image width R (a multiple of kImageStep up to kTileRows), W the first width tried.
 template <bool kGateUp, int W = kImageStep>
-__device__ __forceinline__ void run_width(int R, const GemmArgs& a, const WeightSlot* slots, int4 tile, int fm, int nsb,
-                                          const uint8_t* ring, uint64_t* full, uint64_t* empty, int& stage, uint32_t& phase,
-                                          Column* columns, int barrier) {
+__device__ __forceinline__ void run_width(int R, const WeightSlot* slots, int fi, int nsb, const uint8_t* ring, uint64_t* full,
+                                          uint64_t* empty, int& stage, uint32_t& phase, uint8_t* out, uint64_t* out_full,
+                                          uint64_t* out_empty, uint32_t& out_phase) {
   if constexpr (W < kTileRows) {
-    if (R != W) return run_width<kGateUp, W + kImageStep>(R, a, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
+    if (R != W)
+      return run_width<kGateUp, W + kImageStep>(R, slots, fi, nsb, ring, full, empty, stage, phase, out, out_full, out_empty, out_phase);
   }
-  run_item<kGateUp, W>(a, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns, barrier);
+  run_item<kGateUp, W>(slots, fi, nsb, ring, full, empty, stage, phase, out, out_full, out_empty, out_phase);
+}
+
+// The epilogue warps' share of an item (thread e of kEpilogueThreads), from the hand-over `out`.
+// Gate/up: SwiGLU of each (column, feature) into the tile's activation image; a thread takes 4
+// features that are adjacent there (logical positions 2 t + e, t and e in 0..1: features 8 w + q
+// + {0, 4, 32, 36}) and stores their 8 bytes. Down: each column's 128 values, 16 bytes a thread,
+// to its pair's row of per_pair (the pairs staged in `columns` first).
+template <bool kGateUp>
+__device__ __forceinline__ void epilogue(const GemmArgs& a, int4 tile, int f_item, const uint8_t* out, int64_t* columns, int e) {
+  const int R = big_image_rows(tile.z);
+  if constexpr (kGateUp) {
+    uint8_t* image = a.act + int64_t{tile.w} * a.F * 2;
+    for (int x = e; x < tile.z * 16; x += kEpilogueThreads) {
+      const int r = x >> 4, fi = 8 * ((x >> 2) & 3) + (x & 3);
+      const __nv_bfloat162* column = reinterpret_cast<const __nv_bfloat162*>(out + r * kOutStride);
+      uint32_t v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const __nv_bfloat162 h = column[fi + (i & 1) * 4 + (i >> 1) * 32];
+        const float act = swiglu(__low2float(h), __high2float(h), a.limit);
+        v[i] = __bfloat16_as_ushort(__float2bfloat16_rn(act * 0x1p64f));
+      }
+      *reinterpret_cast<uint2*>(image + image_offset(R, r, logical_position(f_item + fi))) =
+          make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
+    }
+  } else {
+    for (int c = e; c < tile.z; c += kEpilogueThreads) columns[c] = a.order[tile.y + c];
+    asm volatile("bar.sync 1, %0;\n" ::"n"(kEpilogueThreads) : "memory");
+    for (int x = e; x < tile.z * 16; x += kEpilogueThreads) {
+      const int r = x >> 4, chunk = x & 15;
+      const uint4 v = *reinterpret_cast<const uint4*>(out + r * kOutStride + 16 * chunk);
+      *reinterpret_cast<uint4*>(a.per_pair + columns[r] * a.F + f_item + 8 * chunk) = v;
+    }
+    asm volatile("bar.sync 1, %0;\n" ::"n"(kEpilogueThreads) : "memory");  // columns read before the next item's
+  }
 }
 
 // Prefill tile `index` of all widths, the classes one after the other (moe_fp4_internal.cuh).
@@ -198,11 +231,13 @@ __device__ __forceinline__ int4 prefill_tile(const GemmArgs& a, int index) {
 }
 
 // Prefill: per block two warpgroups multiply (each 64 weight rows, one wgmma m64nRk16 per k16
-// step, R the tile's image rows: 16..128) and one warp copies: each superblock of an item, the
-// tile's B image superblock (32 KB at most, one bulk copy) and the eight consumer warps' weights
-// (cp.async, 16 bytes a lane and warp) into a stage of a ring of kStages, one mbarrier a stage
-// completing on both; each stage handed back once both warpgroups' wgmmas on it are done. Both
-// warpgroups take the same (tile, slice of 128 weight rows) items, persistent over them.
+// step, R the tile's image rows: 16..128) and a third serves them. Its first warp copies: each
+// superblock of an item, the tile's B image superblock (32 KB at most, one bulk copy) and the
+// eight consumer warps' weights (cp.async, 16 bytes a lane and warp) into a stage of a ring of
+// kStages, one mbarrier a stage completing on both; each stage handed back once both warpgroups'
+// wgmmas on it are done. Its other three warps write each item's results (epilogue()) from a
+// hand-over buffer while the consumers go on with the next item. All take the same (tile, slice of
+// 128 weight rows) items, persistent over them.
 template <bool kGateUp>
 __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmArgs a) {
   using Frag = Fragment<kGateUp>;
@@ -211,15 +246,20 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmA
   // compiler knows every pointer made from it is shared memory (ld.shared, not generic loads).
   uint8_t* ring = shared_raw + ((1024u - (shared_address(shared_raw) & 1023u)) & 1023u);
   WeightSlot* weight_ring = reinterpret_cast<WeightSlot*>(ring + kStages * kStageBytes);  // [kStages][consumer warps]
-  Column* columns = reinterpret_cast<Column*>(weight_ring + kStages * kConsumerWarps);    // [2][128]
-  uint64_t* full = reinterpret_cast<uint64_t*>(columns + kConsumerGroups * kGroupThreads);
+  uint8_t* out = reinterpret_cast<uint8_t*>(weight_ring + kStages * kConsumerWarps);      // kTileRows x kOutStride
+  int64_t* columns = reinterpret_cast<int64_t*>(out + kTileRows * kOutStride);            // [kTileRows]
+  uint64_t* full = reinterpret_cast<uint64_t*>(columns + kTileRows);
   uint64_t* empty = full + kStages;
-  const int group = threadIdx.x / kGroupThreads, lane = threadIdx.x & 31;
+  uint64_t* out_full = empty + kStages;
+  uint64_t* out_empty = out_full + 1;
+  const int group = threadIdx.x / kGroupThreads, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       sm90::init_barrier(&full[s], 1 + 32);  // the bulk copy's expected bytes, the copying lanes' cp.async
       sm90::init_barrier(&empty[s], kConsumerGroups);
     }
+    sm90::init_barrier(out_full, kConsumerGroups * kGroupThreads);
+    sm90::init_barrier(out_empty, kEpilogueThreads);
   }
   __syncthreads();
   sm90::allow_next_grid();
@@ -227,8 +267,8 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmA
   const int items = a.count[1] * slices;
   // The first weight row (feature) of an item.
   const auto f_item = [&](int item) { return item % slices * (kConsumerGroups * Frag::kFeaturesPerGroup); };
-  if (group == kConsumerGroups) {  // the copying warp
-    bool waited = kGateUp;         // down's B images are gate/up's activations
+  if (group == kConsumerGroups && warp == 0) {  // the copying warp
+    bool waited = kGateUp;                      // down's B images are gate/up's activations
     int stage = 0;
     uint32_t phase = 0;
     for (int item = blockIdx.x; item < items; item += gridDim.x) {
@@ -251,17 +291,24 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmA
     if constexpr (kGateUp) sm90::wait_for_previous_grid();  // so this grid never ends before the one it follows
     return;
   }
-  const int warp = (threadIdx.x >> 5) & 3, g = (lane >> 2) & 7;
+  uint32_t out_phase = 0;
+  if (group == kConsumerGroups) {  // the epilogue warps
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {
+      const int4 tile = prefill_tile(a, item / slices);
+      sm90::wait_barrier(out_full, out_phase);
+      epilogue<kGateUp>(a, tile, f_item(item), out, columns, threadIdx.x - kConsumerGroups * kGroupThreads - 32);
+      sm90::arrive(out_empty);
+      out_phase ^= 1;
+    }
+    return;
+  }
   const WeightSlot* slots = weight_ring + group * 4 + warp;  // this warp's: stage s's at slots[s * kConsumerWarps]
+  const int fi = group * Frag::kFeaturesPerGroup + warp * Frag::kFeaturesPerWarp + ((lane >> 2) & 7);
   int stage = 0;
   uint32_t phase = 0;
-  int4 tile = blockIdx.x < items ? prefill_tile(a, blockIdx.x / slices) : int4{};
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
-    const int next_item = item + gridDim.x;
-    const int4 next_tile = next_item < items ? prefill_tile(a, next_item / slices) : tile;  // loaded while this item runs
-    const int R = big_image_rows(tile.z), fm = f_item(item) + group * Frag::kFeaturesPerGroup + warp * Frag::kFeaturesPerWarp + g;
-    run_width<kGateUp>(R, a, slots, tile, fm, nsb, ring, full, empty, stage, phase, columns + group * kGroupThreads, 1 + group);
-    tile = next_tile;
+    const int4 tile = prefill_tile(a, item / slices);
+    run_width<kGateUp>(big_image_rows(tile.z), slots, fi, nsb, ring, full, empty, stage, phase, out, out_full, out_empty, out_phase);
   }
 }
 
@@ -270,8 +317,8 @@ __global__ void __launch_bounds__(kPrefillThreads, 1) prefill_kernel(const GemmA
 template <bool kGateUp>
 cudaError_t launch_prefill(const GemmArgs& g, int64_t max_tiles, int sms, cudaStream_t stream) {
   const int64_t slices = g.F / (kConsumerGroups * Fragment<kGateUp>::kFeaturesPerGroup);
-  const size_t shared = size_t{kStages} * (kStageBytes + sizeof(WeightSlot) * kConsumerWarps) +
-                        sizeof(Column) * kConsumerGroups * kGroupThreads + 2 * kStages * sizeof(uint64_t) + 1024;
+  const size_t shared = size_t{kStages} * (kStageBytes + sizeof(WeightSlot) * kConsumerWarps) + kTileRows * (kOutStride + sizeof(int64_t)) +
+                        (2 * kStages + 2) * sizeof(uint64_t) + 1024;
   const int64_t blocks = std::min<int64_t>(max_tiles * slices, sms);
   if (blocks <= 0) return cudaSuccess;
   return launch_dependent(prefill_kernel<kGateUp>, dim3(static_cast<unsigned>(blocks)), kPrefillThreads, shared, stream, g);
