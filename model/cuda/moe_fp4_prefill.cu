@@ -12,13 +12,14 @@
 namespace deepinfer::model::cuda::moe_fp4_detail {
 namespace {
 
-constexpr int kConsumerGroups = 2;                                      // the warpgroups that multiply; one more warp copies
+constexpr int kConsumerGroups = 2;                                      // the warpgroups that multiply
 constexpr int kPrefillThreads = kGroupThreads * (kConsumerGroups + 1);  // and a service warpgroup: one warp copies, three write results
 #ifndef DEEPINFER_MOE_PREFILL_STAGES
 #define DEEPINFER_MOE_PREFILL_STAGES 4
 #endif
-constexpr int kStages = DEEPINFER_MOE_PREFILL_STAGES;  // superblocks of B in flight
+constexpr int kStages = DEEPINFER_MOE_PREFILL_STAGES;  // ring stages (a superblock of B and of the weights each) in flight
 constexpr int kStageBytes = kTileRows * 2 * kSuper;    // the largest image's superblock
+
 // Keeps the compiler from reusing registers a wgmma in flight still reads or writes before the
 // wait on it.
 template <int N>
@@ -148,8 +149,8 @@ constexpr int kEpilogueThreads = kGroupThreads - 32;  // the service warpgroup's
 
 // Prefill, one item of a consuming warpgroup: its accumulators, then the hand-over of their
 // values rounded to bfloat16 (as the epilogue rounds them first) once the epilogue warps are done
-// with the last item's (out_empty, out_full: arrivals of all 256 consuming threads, of all
-// epilogue threads). fi: this thread's first feature in the item.
+// with the last item's (out_full counts the 256 consuming threads' arrivals, out_empty the
+// epilogue threads'). fi: this thread's feature in the item (down: fi and fi + 8).
 template <bool kGateUp, int R>
 __device__ __forceinline__ void run_item(const WeightSlot* slots, int fi, int nsb, const uint8_t* ring, uint64_t* full, uint64_t* empty,
                                          int& stage, uint32_t& phase, uint8_t* out, uint64_t* out_full, uint64_t* out_empty,
