@@ -136,12 +136,52 @@ __device__ void stage_decode_rows(const GemmArgs& a, uint8_t* smem, int4 tile, c
   }
 }
 
+// Measuring knobs (tests/gpu/moe_micro.sh's timing-only variants, docs/testing.md; wrong outputs
+// by design): DEEPINFER_MOE_TIME_DECODE_DEQUANT, below; DEEPINFER_MOE_TIME_DECODE_NO_LOADS, the
+// ring's first superblocks multiplied again and again (no weight loads in the loop).
+#ifndef DEEPINFER_MOE_TIME_DECODE_DEQUANT
+#define DEEPINFER_MOE_TIME_DECODE_DEQUANT 0
+#endif
+#ifndef DEEPINFER_MOE_TIME_DECODE_NO_LOADS
+#define DEEPINFER_MOE_TIME_DECODE_NO_LOADS 0
+#endif
+#if DEEPINFER_MOE_TIME_DECODE_DEQUANT
+// The instruction mix of a word's dequantization in a repacked bit layout (1: 12 instructions a
+// word instead of 17, 2: 8), on the packed words as they are.
+__device__ __forceinline__ void time_pairs(uint32_t w, uint32_t f, uint32_t& p0, uint32_t& p1, uint32_t& p2, uint32_t& p3) {
+  constexpr uint32_t T = 0x81C081C0u;
+#if DEEPINFER_MOE_TIME_DECODE_DEQUANT == 1
+  p0 = mul_bf16x2(w & T, f);
+  p1 = mul_bf16x2((w << 6) & T, f);
+  p2 = mul_bf16x2((w << 3) & T, f);
+  p3 = mul_bf16x2(((w & 0x6C006C00u) * 0x00001041u) & T, f);
+#else
+  p0 = mul_bf16x2(w & T, f);
+  p1 = mul_bf16x2(w & (T >> 1), f);
+  p2 = mul_bf16x2(w & (T >> 2), f);
+  p3 = mul_bf16x2(w & (T >> 3), f);
+#endif
+}
+#endif
+
 // Decode: the superblock's eight k16 steps on mma.sync (each warp on its own: no warpgroup
 // lockstep, which made a wgmma version of this kernel slower at a few rows), B the tile's
 // rows in the decode layout, this thread's groups at rows + (off ^ (w << 4)) (off: its column
 // g's unit in the superblock).
 __device__ __forceinline__ void multiply_decode(float (&acc)[4], const Raw& r, const uint8_t* rows, uint32_t off) {
   const uint32_t f_lo = scale_pair(r.lo_scale), f_hi = scale_pair(r.hi_scale);
+#if DEEPINFER_MOE_TIME_DECODE_DEQUANT
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    uint32_t a0[4], a1[4];
+    time_pairs(word(r.lo, w), f_lo, a0[0], a0[2], a1[0], a1[2]);
+    time_pairs(word(r.hi, w), f_hi, a0[1], a0[3], a1[1], a1[3]);
+    const uint4 v = *reinterpret_cast<const uint4*>(rows + (off ^ (w << 4)));
+    mma(acc, a0, v.x, v.y);
+    mma(acc, a1, v.z, v.w);
+  }
+  return;
+#endif
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     const uint32_t lo = word(r.lo, w), hi = word(r.hi, w), lo8 = lo >> 8, hi8 = hi >> 8;
@@ -198,7 +238,13 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) deco
         const int sb = sb0 + s;
         if (sb < nsb) {
           multiply_decode(acc, ring[s], rows_smem, unit + sb * 256);
+#if DEEPINFER_MOE_TIME_DECODE_NO_LOADS  // TIMING ONLY (wrong values): the first superblocks' weights reused
+          asm volatile(""
+                       : "+r"(ring[s].lo.x), "+r"(ring[s].lo.y), "+r"(ring[s].lo.z), "+r"(ring[s].lo.w), "+r"(ring[s].hi.x),
+                         "+r"(ring[s].hi.y), "+r"(ring[s].hi.z), "+r"(ring[s].hi.w), "+r"(ring[s].lo_scale), "+r"(ring[s].hi_scale));
+#else
           if (sb + kPrefetch < nsb) frag.load(ring[s], sb + kPrefetch);  // after the multiply: no copy of the slot
+#endif
         }
       }
     }

@@ -194,25 +194,54 @@ __global__ void gather_kernel(const __nv_bfloat16* x, const int64_t* order, int6
   }
 }
 
+// sum += v, lane by lane.
+__device__ __forceinline__ void add_to(float4& sum, float4 v) {
+  sum.x += v.x;
+  sum.y += v.y;
+  sum.z += v.z;
+  sum.w += v.w;
+}
+
+// Up to this k, combine_kernel issues every load of a quad (the k expert ids, weights and rows)
+// before it uses any: one round trip to memory instead of two a slot, which is most of the
+// kernel's time at batch 1.
+constexpr int kCombineSlots = 8;
+
 // out[t] = the sum of its k pairs' outputs times their routing weights in slot order, those of
 // experts outside [first, last) left out. The products are rounded before the sum (no fused
-// multiply-add), as the reference computes them.
+// multiply-add), as the reference computes them. Every pair's row exists in per_pair (unwritten
+// for pairs of other experts), so it is read before its expert is known and dropped after.
 __global__ void combine_kernel(const __nv_bfloat16* per_pair, const int64_t* experts, const float* weights, int64_t tokens, int k,
                                int64_t first, int64_t last, int dim, float* out) {
   sm90::wait_for_previous_grid();
   const int quads = dim / 4;
   const int64_t total = tokens * quads, stride = int64_t{gridDim.x} * blockDim.x;
+  const auto* rows = reinterpret_cast<const uint2*>(per_pair);
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
     const int64_t token = i / quads, q = i % quads;
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s = 0; s < k; ++s) {
-      const int64_t pair = token * k + s, id = experts[pair];
-      if (id < first || id >= last) continue;
-      const float4 v = weighted(reinterpret_cast<const uint2*>(per_pair + pair * dim)[q], weights[pair]);
-      sum.x += v.x;
-      sum.y += v.y;
-      sum.z += v.z;
-      sum.w += v.w;
+    if (k <= kCombineSlots) {
+      int64_t id[kCombineSlots];
+      float w[kCombineSlots];
+      uint2 v[kCombineSlots];
+#pragma unroll
+      for (int s = 0; s < kCombineSlots; ++s) {
+        if (s >= k) break;
+        const int64_t pair = token * k + s;
+        id[s] = experts[pair];
+        w[s] = weights[pair];
+        v[s] = rows[pair * quads + q];
+      }
+#pragma unroll
+      for (int s = 0; s < kCombineSlots; ++s) {
+        if (s >= k) break;
+        if (id[s] >= first && id[s] < last) add_to(sum, weighted(v[s], w[s]));
+      }
+    } else {
+      for (int s = 0; s < k; ++s) {
+        const int64_t pair = token * k + s, id = experts[pair];
+        if (id >= first && id < last) add_to(sum, weighted(rows[pair * quads + q], weights[pair]));
+      }
     }
     reinterpret_cast<float4*>(out)[i] = sum;
   }

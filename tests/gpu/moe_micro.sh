@@ -14,12 +14,16 @@
 # Variants (MOE_VARIANTS) are checked against the reference too, unless named time_* (timing only).
 # `probe` as an argument also builds and runs tests/model/moe_load_probe.cu (the decode kernels'
 # loads without their arithmetic, beside variants of the pattern).
+# `decode` adds Nsight Compute's view of the decode kernels at 1 token: stall samples summed by
+# SASS opcode (decode_source.txt under $OUT), issue and occupancy figures.
+# `chain` also builds and runs tests/model/mma_chain.cu (a dependent mma.sync chain's latency and the
+# decode superblock without global memory, at 1-24 warps a multiprocessor) before the rest.
 # `rate` builds and runs tests/model/wgmma_rate.cu alone (the register-A wgmma's rate at the prefill
 # widths, with and without the dequantization in front of it) and nothing else.
 # `--build-only` builds here (nvcc needs no GPU) and stops; `--no-build` runs what build-micro/
 # holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/moe_micro.sh --prepare e40fd58           (here, before the call; .deps travels as carry)
-#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|prefill|source|probe|rate]
+#   tests/gpu/moe_micro.sh [--build-only|--no-build] [profile|prefill|source|decode|chain|probe|rate]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/moe_ref && mkdir -p .deps/moe_ref
@@ -69,6 +73,16 @@ if [ $build = 1 ]; then
       { cat "$out/moe_micro_build.log"; exit 1; }
   fi
 fi
+if [ "$mode" = chain ]; then
+  if [ $build = 1 ]; then
+    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/mma_chain.cu -o build-micro/mma_chain >> "$out/moe_micro_build.log" 2>&1 ||
+      { cat "$out/moe_micro_build.log"; exit 1; }
+  fi
+  if [ $run = 1 ]; then
+    build-micro/mma_chain 2>&1 | tee "$out/mma_chain.txt"
+    [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+  fi
+fi
 if [ "$mode" = rate ]; then
   if [ $build = 1 ]; then
     $nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. tests/model/wgmma_rate.cu -o build-micro/wgmma_rate >> "$out/moe_micro_build.log" 2>&1 ||
@@ -107,7 +121,8 @@ $M --check > "$out/moe_check.txt" 2>&1
 check_status=$?
 grep -cE "^  check" "$out/moe_check.txt" | sed 's/$/ configurations checked/'
 grep -E "DIFFERENT|: [1-9][0-9]* of [0-9]+ values| [1-9][0-9]* NaN|--check:|moe_micro:" "$out/moe_check.txt" | head -20
-$M --tokens 1,64,256,4096 --iters 20 2>&1 | tee "$out/moe_micro.txt"
+tokens=${MOE_TOKENS:-1,64,256,4096}
+$M --tokens $tokens --iters 20 2>&1 | tee "$out/moe_micro.txt"
 status=$(( ${PIPESTATUS[0]} + check_status ))
 for b in build-micro/moe_micro_*; do
   [ -x "$b" ] || continue
@@ -119,7 +134,7 @@ for b in build-micro/moe_micro_*; do
        grep -cE "^  check" /tmp/moe_check_$name.txt | sed 's/$/ configurations checked against the reference/'
        grep -E "DIFFERENT|: [1-9][0-9]* of [0-9]+ values| [1-9][0-9]* NaN|--check:|moe_micro:" /tmp/moe_check_$name.txt | head -8 ;;
   esac
-  $b --tokens 1,64,256,4096 --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO" | tee -a "$out/moe_micro.txt"
+  $b --tokens $tokens --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO" | tee -a "$out/moe_micro.txt"
 done
 if [ "$mode" = probe ]; then
   build-micro/moe_load_probe 2>&1 | tee "$out/moe_load_probe.txt"
@@ -173,6 +188,52 @@ PY
       --metrics gpu__time_duration.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max $b --tokens 4096 --iters 1 2>&1 |
       grep -E "prefill_kernel|gpu__time|sm__cycles" | sed 's/^ */  /'
   done
+fi
+if [ "$mode" = decode ]; then
+  # Where the decode kernels' warps wait at 1 token: Nsight Compute's stall samples per SASS
+  # instruction, summed by opcode (decode_source.txt under $OUT), and each kernel's figures; of the
+  # binary MOE_DECODE_BIN (a variant's) where set.
+  $ncu --clock-control none --kernel-name-base demangled --kernel-name "regex:deepinfer::.*decode_kernel" --launch-count 2 \
+    --section SourceCounters --section WarpStateStats --section SpeedOfLight --section SchedulerStats --section Occupancy \
+    --import-source yes -f -o /tmp/moe_decode ${MOE_DECODE_BIN:-$M} --tokens 1 --iters 1 > /dev/null 2>&1
+  $ncu --import /tmp/moe_decode.ncu-rep --page details 2>&1 | grep -E "decode_kernel|Duration|DRAM Throughput|Issued Warp|Eligible Warps|Active Warps Per|No Eligible|Warp Cycles Per Issued|Achieved Occupancy|Registers" | sed 's/^ */  /'
+  $ncu --import /tmp/moe_decode.ncu-rep --page source --csv --print-source sass > /tmp/decode_source_full.csv 2>&1
+  python3 - /tmp/decode_source_full.csv "$out/decode_source.txt" <<'PY'
+import csv, re, sys, collections
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+out = open(sys.argv[2], "w")
+def flush(name, agg, total):
+    if not agg: return
+    print("==", name[:90], file=out); print("==", name[:90])
+    reasons = collections.Counter()
+    for op, (n, ex, st) in agg.items(): reasons.update(st)
+    top = [r for r, _ in reasons.most_common(8)]
+    line = "%-14s %6s %9s %7s " % ("opcode", "count", "executed", "samples") + " ".join("%9s" % r.replace("stall_", "")[:9] for r in top)
+    print(line, file=out); print(line)
+    for op, (n, ex, st) in sorted(agg.items(), key=lambda kv: -sum(kv[1][2].values())):
+        line = "%-14s %6d %9d %7d " % (op, n, ex, sum(st.values())) + " ".join("%9d" % st.get(r, 0) for r in top)
+        print(line, file=out); print(line)
+    line = "total samples %d" % total; print(line, file=out); print(line)
+name, agg, cols, total = "", {}, None, 0
+for r in rows:
+    if r and r[0] == "Kernel Name":
+        flush(name, agg, total); name, agg, cols, total = r[1], {}, None, 0; continue
+    if r and r[0] == "Address":
+        ie = r.index("Instructions Executed")
+        cols = [(i, h) for i, h in enumerate(r) if h.startswith("stall_") and "Not Issued" not in h]
+        continue
+    if cols and len(r) > ie:
+        op = r[1].strip().split()
+        if not op: continue
+        op = op[1] if op[0].startswith("@") and len(op) > 1 else op[0]
+        op = op.split(".")[0]
+        ex = int(r[ie] or 0)
+        st = {h: int(r[i] or 0) for i, h in cols if (r[i] or "0") != "0"}
+        if ex == 0 and not st: continue
+        n0, e0, s0 = agg.get(op, (0, 0, collections.Counter()))
+        s0.update(st); agg[op] = (n0 + 1, e0 + ex, s0); total += sum(st.values())
+flush(name, agg, total)
+PY
 fi
 if [ "$mode" = prefill ]; then
   # Where the prefill GEMMs' time goes at 4,096 tokens (this build and each variant's).
