@@ -7,8 +7,9 @@
 // tests/gpu/moe_micro.sh chain builds it with nvcc alone. Patterns, each warp looping `n` times:
 //   chain    one dependent MMA a step (cycles a step = the MMA's latency when the warp is alone)
 //   chain2   two independent chains a warp, one MMA of each a step
-//   sb       the decode superblock: dequantize (moe_fp4_weights.cuh, the raw words changed every
-//            superblock so nothing is hoisted), 4 LDS.128 of B, 8 MMAs in one chain
+//   sb       the decode superblock: a lane's raw weights read from shared memory (one of four
+//            slots in turn, so that nothing is folded or hoisted), dequantized
+//            (moe_fp4_weights.cuh), 4 LDS.128 of B, 8 MMAs in one chain
 //   sb2      the same with the 8 MMAs alternating between two accumulators (a split chain; other
 //            bits than the kernel's)
 // Cycles from clock64() in each warp; printed: the median warp's cycles a step or a superblock.
@@ -48,11 +49,18 @@ __global__ void probe(int pattern, int n, long long* cycles, float* sink) {
   float acc[4] = {0, 0, 0, 0}, acc2[4] = {0, 0, 0, 0};
   uint32_t a[4] = {0x3F803F80u ^ lane, 0x3F80BF80u, 0x3F003F80u, 0x3F803F00u ^ lane};
   uint32_t b0 = 0x3F803F80u ^ (lane << 3), b1 = 0x3F00BF80u;
-  Raw r;
-  r.lo = make_uint4(0x12345678u ^ lane, 0x9ABCDEF0u, 0x0F1E2D3Cu, 0x4B5A6978u);
-  r.hi = make_uint4(0x87654321u, 0x0FEDCBA9u ^ lane, 0xC3D2E1F0u, 0x78695A4Bu);
-  r.lo_scale = 127 + (lane & 3);
-  r.hi_scale = 126;
+  // Four superblocks of raw weights a lane, read from shared memory in turn (as the prefill reads
+  // its ring's slots), so that ptxas cannot fold or hoist their dequantization.
+  __shared__ Raw slots[4][32];
+  if (threadIdx.x < 32) {
+    for (int s = 0; s < 4; ++s) {
+      slots[s][lane].lo = make_uint4(0x12345678u ^ lane ^ s, 0x9ABCDEF0u, 0x0F1E2D3Cu + s, 0x4B5A6978u);
+      slots[s][lane].hi = make_uint4(0x87654321u, 0x0FEDCBA9u ^ lane, 0xC3D2E1F0u ^ (s << 8), 0x78695A4Bu);
+      slots[s][lane].lo_scale = 126 + (lane & 3);
+      slots[s][lane].hi_scale = 125 + s;
+    }
+  }
+  __syncthreads();
   const uint32_t off = 64 * (lane & 3) + 16 * ((lane >> 2) & 3);
   __syncwarp();
   const long long start = clock64();
@@ -66,7 +74,7 @@ __global__ void probe(int pattern, int n, long long* cycles, float* sink) {
   } else {
     for (int i = 0; i < n; ++i) {
       uint32_t f[8][4];
-      moe_fp4_detail::dequantize(r, f);
+      moe_fp4_detail::dequantize(slots[i & 3][lane], f);
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
         const uint4 v = *reinterpret_cast<const uint4*>(rows + ((off + 256 * (i & 7)) ^ (w << 4)));
@@ -77,10 +85,6 @@ __global__ void probe(int pattern, int n, long long* cycles, float* sink) {
           mma(acc2, f[2 * w + 1], v.z, v.w);
         }
       }
-      r.lo.x += 0x01010101u;  // new raw words each superblock (the kernel's come from its ring)
-      r.hi.y += 0x01010101u;
-      r.lo.z ^= i;
-      r.hi.w ^= i;
     }
   }
   const long long stop = clock64();
