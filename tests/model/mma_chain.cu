@@ -121,17 +121,9 @@ int main(int argc, char** argv) {
         med = c[c.size() / 2];
       }
       const bool sb = p == kSb || p == kSb2;
+      const int mmas = sb ? 8 : p == kChain2 ? 2 : 1;  // MMAs a warp a step (or superblock)
       std::printf("  %-6s %2d warps: %7.1f cycles a %s (%5.1f a warp's MMA; %5.2f MMAs a cycle an SM)\n", name(p), warps,
-                  double(med) / steps, sb ? "superblock" : "step",
-                  double(med) / steps /
-                      (sb             ? 8
-                       : p == kChain2 ? 2
-                                      : 1),
-                  double(steps) *
-                      (sb             ? 8
-                       : p == kChain2 ? 2
-                                      : 1) *
-                      warps / double(med));
+                  double(med) / steps, sb ? "superblock" : "step", double(med) / steps / mmas, double(steps) * mmas * warps / double(med));
     }
   }
   return 0;
