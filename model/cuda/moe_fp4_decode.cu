@@ -2,6 +2,9 @@
 // each warp on mma.sync m16n8k16 with its weights streamed from HBM through registers.
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "model/cuda/mma.cuh"
 #include "model/cuda/moe_fp4_weights.cuh"
@@ -9,6 +12,32 @@
 
 namespace deepinfer::model::cuda::moe_fp4_detail {
 namespace {
+
+// A timing experiment (moe_micro.sh's time_trace variant): built with -DDEEPINFER_MOE_TRACE=1, thread 0
+// of each block of the decode kernels stamps the global timer at its entry and the SM clock at
+// numbered points; moe_fp4_trace_report() prints them for the last launch of each kernel.
+// Points: 0 entry, 1 tile known, 2 the ring's loads issued, 3 the rows staged (down: after its
+// wait), 4 the first superblock multiplied, 5 the loop done, 6 stored, 7 exit.
+#ifndef DEEPINFER_MOE_TRACE
+#define DEEPINFER_MOE_TRACE 0
+#endif
+#if DEEPINFER_MOE_TRACE
+constexpr int kTraceBlocks = 2048, kTracePoints = 8;
+__device__ unsigned long long trace_ns[2][kTraceBlocks];
+__device__ unsigned long long trace_clock[2][kTraceBlocks][kTracePoints];
+#endif
+template <bool kGateUp>
+__device__ __forceinline__ void trace(int point) {
+#if DEEPINFER_MOE_TRACE
+  if (threadIdx.x != 0 || blockIdx.x >= kTraceBlocks) return;
+  if (point == 0) {
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns)::"memory");
+    trace_ns[kGateUp ? 0 : 1][blockIdx.x] = ns;
+  }
+  trace_clock[kGateUp ? 0 : 1][blockIdx.x][point] = clock64();
+#endif
+}
 
 // Superblocks of weights in registers (the ring) and blocks resident per multiprocessor asked of
 // ptxas (the register budget), for gate/up and for down. Gate/up's rows take 64 KB of shared memory
@@ -210,6 +239,11 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) deco
   __shared__ int64_t local_pairs[kSmallRows];           // a local tile's pairs (a.local_pairs > 0)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int nsb = a.K / kSuper, slices = a.F / Frag::kFeaturesPerGroup;
+  trace<kGateUp>(0);
+  // Both are programmatic dependents of the kernel before them. Gate/up waits for it before it reads
+  // anything (the routing and x are its) and only then lets down start, so that whatever down and
+  // the sum after it read before their own waits (the routing, the weights) was written before.
+  if constexpr (kGateUp) sm90::wait_for_previous_grid();
   sm90::allow_next_grid();
   bool waited = kGateUp;
   const bool local = a.local_pairs > 0;
@@ -219,11 +253,13 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) deco
     const int4 tile = local ? LocalRouting(a).tile(item / slices, local_pairs) : a.tiles[item / slices];
     const int64_t* pairs = local ? local_pairs : a.order + tile.y;
     const int f_warp = item % slices * Frag::kFeaturesPerGroup + warp * Frag::kFeaturesPerWarp;
+    trace<kGateUp>(1);
     const Frag frag(a, tile.x, f_warp);
     Raw ring[kPrefetch];
 #pragma unroll
     for (int s = 0; s < kPrefetch; ++s)
       if (s < nsb) frag.load(ring[s], s);
+    trace<kGateUp>(2);
     if (!waited) {
       sm90::wait_for_previous_grid();  // the activations are gate/up's
       waited = true;
@@ -231,6 +267,7 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) deco
     if (local) __syncthreads();  // local_pairs written
     stage_decode_rows<kGateUp>(a, rows_smem, tile, pairs);
     __syncthreads();
+    trace<kGateUp>(3);
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int sb0 = 0; sb0 < nsb; sb0 += kPrefetch) {
 #pragma unroll
@@ -238,6 +275,12 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) deco
         const int sb = sb0 + s;
         if (sb < nsb) {
           multiply_decode(acc, ring[s], rows_smem, unit + sb * 256);
+#if DEEPINFER_MOE_TRACE
+          if (sb == 0) {
+            asm volatile("" ::"f"(acc[0]), "f"(acc[1]), "f"(acc[2]), "f"(acc[3]));
+            trace<kGateUp>(4);
+          }
+#endif
 #if DEEPINFER_MOE_TIME_DECODE_NO_LOADS  // TIMING ONLY (wrong values): the first superblocks' weights reused
           asm volatile(""
                        : "+r"(ring[s].lo.x), "+r"(ring[s].lo.y), "+r"(ring[s].lo.z), "+r"(ring[s].lo.w), "+r"(ring[s].hi.x),
@@ -248,10 +291,13 @@ __global__ void __launch_bounds__(kGroupThreads, kDecodeMinBlocks<kGateUp>) deco
         }
       }
     }
+    trace<kGateUp>(5);
     store_columns<kGateUp>(a, acc, tile, pairs, f_warp + g);
+    trace<kGateUp>(6);
     __syncthreads();  // the next item overwrites the rows (and local_pairs)
   }
   if (!waited) sm90::wait_for_previous_grid();  // so this grid never ends before the one it follows
+  trace<kGateUp>(7);
 }
 
 // Blocks of decode_kernel<kGateUp> resident per SM with `shared` bytes of shared memory, cached
@@ -280,7 +326,7 @@ cudaError_t resident_blocks(size_t shared, int device, int& blocks) {
 }  // namespace
 
 template <bool kGateUp>
-cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int sms, bool dependent, cudaStream_t stream) {
+cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int sms, cudaStream_t stream) {
   const int64_t slices = g.F / Fragment<kGateUp>::kFeaturesPerGroup;
   const size_t shared = size_t{kSmallRows} * g.K * 2;
   int per_sm = 0;
@@ -288,11 +334,62 @@ cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int 
   if (error != cudaSuccess) return error;
   const int64_t blocks = std::min<int64_t>(max_tiles * slices, int64_t{sms} * per_sm);
   if (blocks <= 0) return cudaSuccess;
-  if (!dependent) return launch_with_shared(decode_kernel<kGateUp>, dim3(static_cast<unsigned>(blocks)), kGroupThreads, shared, stream, g);
   return launch_dependent(decode_kernel<kGateUp>, dim3(static_cast<unsigned>(blocks)), kGroupThreads, shared, stream, g);
 }
 
-template cudaError_t launch_decode<true>(const GemmArgs&, int64_t, int, int, bool, cudaStream_t);
-template cudaError_t launch_decode<false>(const GemmArgs&, int64_t, int, int, bool, cudaStream_t);
+#if DEEPINFER_MOE_TRACE
+// The last launch of each decode kernel: its blocks' entries by the global timer (after the
+// earliest gate/up entry) and each point's time after its block's entry (the SM clock at the
+// device's rate): minimum, median and largest. The entries are then cleared.
+void trace_report() {
+  std::vector<unsigned long long> ns(2 * kTraceBlocks), clk(2 * kTraceBlocks * kTracePoints);
+  if (cudaMemcpyFromSymbol(ns.data(), trace_ns, ns.size() * 8) != cudaSuccess ||
+      cudaMemcpyFromSymbol(clk.data(), trace_clock, clk.size() * 8) != cudaSuccess)
+    return;
+  const auto c = [&](int k, int b, int p) { return clk[(size_t(k) * kTraceBlocks + b) * kTracePoints + p]; };
+  unsigned long long origin = ~0ull;
+  for (int b = 0; b < kTraceBlocks; ++b)
+    if (ns[b] != 0) origin = std::min(origin, ns[b]);
+  int khz = 0, device = 0;  // the SM clock's rate: the device's (one stamp of the timer a block)
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device);
+  const double ghz = khz * 1e-6;
+  const auto stats = [](std::vector<double> v, const char* what) {
+    if (v.empty()) return;
+    std::sort(v.begin(), v.end());
+    std::printf("    %-28s min %6.2f  median %6.2f  max %6.2f us (%zu)\n", what, v.front(), v[v.size() / 2], v.back(), v.size());
+  };
+  static const char* names[kTracePoints] = {
+      "entry", "tile known", "ring loads issued", "rows staged", "first superblock done", "loop done", "stored", "exit"};
+  for (int k = 0; k < 2; ++k) {
+    std::printf("  trace %s (clock %.2f GHz, entries by the global timer after gate/up's first):\n", k == 0 ? "gate/up" : "down", ghz);
+    std::vector<double> entry, exit_at;
+    for (int b = 0; b < kTraceBlocks; ++b)
+      if (ns[k * kTraceBlocks + b] != 0) {
+        entry.push_back((ns[k * kTraceBlocks + b] - origin) * 1e-3);
+        exit_at.push_back((ns[k * kTraceBlocks + b] - origin) * 1e-3 + double(c(k, b, 7) - c(k, b, 0)) / ghz * 1e-3);
+      }
+    stats(entry, "entry (global timer)");
+    for (int p = 1; p < kTracePoints; ++p) {
+      std::vector<double> v;
+      for (int b = 0; b < kTraceBlocks; ++b)
+        if (ns[k * kTraceBlocks + b] != 0 && c(k, b, p) >= c(k, b, 0)) v.push_back(double(c(k, b, p) - c(k, b, 0)) / ghz * 1e-3);
+      stats(v, (std::string(names[p]) + " (after entry)").c_str());
+    }
+    stats(exit_at, "exit (timer + clock)");
+  }
+  void* p = nullptr;
+  if (cudaGetSymbolAddress(&p, trace_ns) == cudaSuccess) cudaMemset(p, 0, ns.size() * 8);
+}
+#endif
+
+template cudaError_t launch_decode<true>(const GemmArgs&, int64_t, int, int, cudaStream_t);
+template cudaError_t launch_decode<false>(const GemmArgs&, int64_t, int, int, cudaStream_t);
 
 }  // namespace deepinfer::model::cuda::moe_fp4_detail
+
+#if DEEPINFER_MOE_TRACE
+namespace deepinfer::model::cuda {
+void moe_fp4_trace_report() { moe_fp4_detail::trace_report(); }
+}  // namespace deepinfer::model::cuda
+#endif

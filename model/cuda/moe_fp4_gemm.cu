@@ -113,7 +113,7 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   up.K = D;
   up.F = I;
   up.limit = a.swiglu_limit;
-  if ((error = launch_decode<true>(up, w.small_cap, device, sms, /*dependent=*/false, stream)) != cudaSuccess) return error;
+  if ((error = launch_decode<true>(up, w.small_cap, device, sms, stream)) != cudaSuccess) return error;
   GemmArgs up_big = up;
   up_big.tiles = w.big;
   up_big.count = w.counts;
@@ -127,7 +127,7 @@ cudaError_t moe_fp4(const MoeFp4Args& a, cudaStream_t stream) {
   down.K = I;
   down.F = D;
   down.limit = 0.0f;
-  if ((error = launch_decode<false>(down, w.small_cap, device, sms, /*dependent=*/true, stream)) != cudaSuccess) return error;
+  if ((error = launch_decode<false>(down, w.small_cap, device, sms, stream)) != cudaSuccess) return error;
   GemmArgs down_big = down;
   down_big.tiles = w.big;
   down_big.count = w.counts;

@@ -31,8 +31,8 @@
 // how many rows its expert got or where they sit (bitwise; tests/model/moe_fp4_cuda_test.cpp).
 // Grids are persistent and sized on the host from bounds alone. Launches: the sort and the gather
 // of the prefill rows (more than 8 pairs), gate/up (decode tiles, then prefill tiles), down (the
-// same), the sum over slots (each pair's bf16 y times its routing weight); all but the first
-// three are programmatic dependents of the one before (their blocks start while it ends). With
+// same), the sum over slots (each pair's bf16 y times its routing weight); all but the sort and the
+// gather are programmatic dependents of the one before (their blocks start while it ends). With
 // at most 8 pairs (decode at batch 1) there is no sort: each decode block finds its tile from the
 // routing.
 

@@ -202,9 +202,9 @@ __device__ __forceinline__ void add_to(float4& sum, float4 v) {
   sum.w += v.w;
 }
 
-// Up to this k, combine_kernel issues every load of a quad (the k expert ids, weights and rows)
-// before it uses any: one round trip to memory instead of two a slot, which is most of the
-// kernel's time at batch 1.
+// Up to this k, combine_kernel issues every load of a quad (the k expert ids and weights before it
+// waits for down, then the k rows) before it uses any: one round trip to memory after down instead of
+// two a slot, which is most of the kernel's time at batch 1.
 constexpr int kCombineSlots = 8;
 
 // out[t] = the sum of its k pairs' outputs times their routing weights in slot order, those of
@@ -213,10 +213,11 @@ constexpr int kCombineSlots = 8;
 // for pairs of other experts), so it is read before its expert is known and dropped after.
 __global__ void combine_kernel(const __nv_bfloat16* per_pair, const int64_t* experts, const float* weights, int64_t tokens, int k,
                                int64_t first, int64_t last, int dim, float* out) {
-  sm90::wait_for_previous_grid();
+  sm90::allow_next_grid();
   const int quads = dim / 4;
   const int64_t total = tokens * quads, stride = int64_t{gridDim.x} * blockDim.x;
   const auto* rows = reinterpret_cast<const uint2*>(per_pair);
+  bool waited = false;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total; i += stride) {
     const int64_t token = i / quads, q = i % quads;
     float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -230,7 +231,12 @@ __global__ void combine_kernel(const __nv_bfloat16* per_pair, const int64_t* exp
         const int64_t pair = token * k + s;
         id[s] = experts[pair];
         w[s] = weights[pair];
-        v[s] = rows[pair * quads + q];
+      }
+      if (!waited) sm90::wait_for_previous_grid(), waited = true;  // the rows are down's
+#pragma unroll
+      for (int s = 0; s < kCombineSlots; ++s) {
+        if (s >= k) break;
+        v[s] = rows[(token * k + s) * quads + q];
       }
 #pragma unroll
       for (int s = 0; s < kCombineSlots; ++s) {
@@ -238,6 +244,7 @@ __global__ void combine_kernel(const __nv_bfloat16* per_pair, const int64_t* exp
         if (id[s] >= first && id[s] < last) add_to(sum, weighted(v[s], w[s]));
       }
     } else {
+      if (!waited) sm90::wait_for_previous_grid(), waited = true;
       for (int s = 0; s < k; ++s) {
         const int64_t pair = token * k + s, id = experts[pair];
         if (id >= first && id < last) add_to(sum, weighted(rows[pair * quads + q], weights[pair]));
@@ -245,6 +252,7 @@ __global__ void combine_kernel(const __nv_bfloat16* per_pair, const int64_t* exp
     }
     reinterpret_cast<float4*>(out)[i] = sum;
   }
+  if (!waited) sm90::wait_for_previous_grid();  // so this grid never ends before the one it follows
 }
 
 // out[t, s] = pair (t, s)'s output times its routing weight, 0 for experts outside [first, last)

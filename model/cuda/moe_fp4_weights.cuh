@@ -129,10 +129,10 @@ struct Fragment {
   }
 };
 
-// Decode tiles (tiles, *count of them, at most max_tiles): a persistent grid of blocks of 4 warps;
-// `dependent`: launched as a programmatic dependent of the stream's previous kernel.
+// Decode tiles (tiles, *count of them, at most max_tiles): a persistent grid of blocks of 4 warps,
+// a programmatic dependent of the stream's previous kernel.
 template <bool kGateUp>
-cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int sms, bool dependent, cudaStream_t stream);
+cudaError_t launch_decode(const GemmArgs& g, int64_t max_tiles, int device, int sms, cudaStream_t stream);
 // Prefill tiles (tiles + c big_cap by width class c, count[4 + c] of them, count[1] in all, at most
 // max_tiles): a persistent grid of one block per SM, a programmatic dependent of the previous kernel.
 template <bool kGateUp>

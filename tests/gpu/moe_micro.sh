@@ -94,7 +94,8 @@ if [ "$mode" = rate ]; then
   exit "${PIPESTATUS[0]}"
 fi
 # Variants named in MOE_VARIANTS as NAME:FLAGS (e.g. "st3:-DDEEPINFER_MOE_PREFILL_STAGES=3"; commas for
-# spaces): the kernels rebuilt with those flags into build-micro/moe_micro_NAME, run after the main binary.
+# spaces): the kernels (and moe_micro.cu) rebuilt with those flags into build-micro/moe_micro_NAME, run after
+# the main binary. "time_trace:-DDEEPINFER_MOE_TRACE=1" prints the decode kernels' per-block timeline.
 if [ $build = 1 ]; then
   for v in ${MOE_VARIANTS:-}; do
     name=${v%%:*} flags=${v#*:}
@@ -110,7 +111,7 @@ if [ $build = 1 ]; then
     done
     vref=("${ref[@]}")
     case $name in time_*) vref=() ;; esac
-    $nvcc -std=c++17 -O3 -arch=sm_90 -I. tests/model/moe_micro.cu "${vobjs[@]}" "${vref[@]}" -o build-micro/moe_micro_$name >> "$out/moe_micro_build.log" 2>&1 ||
+    $nvcc -std=c++17 -O3 -arch=sm_90 -I. ${flags//,/ } tests/model/moe_micro.cu "${vobjs[@]}" "${vref[@]}" -o build-micro/moe_micro_$name >> "$out/moe_micro_build.log" 2>&1 ||
       { cat "$out/moe_micro_build.log"; exit 1; }
   done
 fi
@@ -134,7 +135,7 @@ for b in build-micro/moe_micro_*; do
        grep -cE "^  check" /tmp/moe_check_$name.txt | sed 's/$/ configurations checked against the reference/'
        grep -E "DIFFERENT|: [1-9][0-9]* of [0-9]+ values| [1-9][0-9]* NaN|--check:|moe_micro:" /tmp/moe_check_$name.txt | head -8 ;;
   esac
-  $b --tokens $tokens --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO" | tee -a "$out/moe_micro.txt"
+  $b --tokens $tokens --iters 20 2>&1 | grep -E "tokens:|this version|CHECKS|NO|  trace|    [a-z/ ()]+ min " | tee -a "$out/moe_micro.txt"
 done
 if [ "$mode" = probe ]; then
   build-micro/moe_load_probe 2>&1 | tee "$out/moe_load_probe.txt"

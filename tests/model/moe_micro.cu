@@ -52,6 +52,12 @@ cudaError_t moe_fp4(const deepinfer::model::cuda::MoeFp4Args& a, cudaStream_t st
 }  // namespace reference
 #endif
 
+#ifdef DEEPINFER_MOE_TRACE
+namespace deepinfer::model::cuda {
+void moe_fp4_trace_report();  // model/cuda/moe_fp4_decode.cu, built with -DDEEPINFER_MOE_TRACE=1
+}
+#endif
+
 namespace {
 
 using deepinfer::model::cuda::MoeFp4Args;
@@ -360,6 +366,9 @@ int run(int argc, char** argv) {
     const std::vector<float> single = run_once(deepinfer::model::cuda::moe_fp4, alone, 1, stream);
     const bool invariant = std::equal(single.begin(), single.end(), out.begin());
     const double t = time_calls(deepinfer::model::cuda::moe_fp4, args, iters, stream);
+#ifdef DEEPINFER_MOE_TRACE
+    deepinfer::model::cuda::moe_fp4_trace_report();
+#endif
     std::printf("moe_micro: D %ld, I %ld, %ld experts, k %ld, %ld tokens: %.1f experts touched per set (%zu sets), %.3f GB of FP4\n",
                 long(D), long(I), long(E), long(k), long(tokens), bytes / experts.bytes_per_expert, sets.size(), bytes / 1e9);
     std::printf("  this version   %9.1f us  %6.0f GB/s = %5.1f%% of 4.3 TB/s  %6.1f TFLOP/s = %5.1f%% of 790\n", t * 1e6, bytes / t / 1e9,
