@@ -17,7 +17,8 @@ namespace deepinfer::model::cuda {
 namespace sm90 {
 
 // Timing experiments: the first thread of each warpgroup stamps the SM clock and the global timer
-// at numbered points of the kernel; sm90_trace_report() prints them. Points: 0 entry, 1 q and
+// at numbered points of the kernel; sm90_trace_report() prints them. Points: 0 entry, 2 the row's
+// indices read (start, slot, row, pick), 3 the first key rows found, 1 q and
 // tile 0 copies issued, 4 + 4 t + {0 tile t's keys in, 1 its scores done (group 0), 2 P handed
 // over, 3 P V done}, 60 tiles done, 61 and 62 the cluster's barriers, 63 exit.
 #if DEEPINFER_SM90_TRACE

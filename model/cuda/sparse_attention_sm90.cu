@@ -251,9 +251,14 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
     init_barrier(&full_s[0], 128);
     init_barrier(&full_s[1], 128);
   }
+#if DEEPINFER_SM90_TRACE
+  asm volatile("" ::"l"(k.start), "l"(k.slot), "l"(row), "l"(pick));  // the row's indices in
+  trace(2);
+#endif
   if (active) copy_q_strip(q_s, a, row, block_warp, lane);
   find_first_rows(rows_s, a, k, first_key, split_keys, min(tiles, 4), pick, block_warp, lane);
   __syncwarp();
+  trace(3);  // this warp's first key rows found (their addresses stored)
   unsigned char* keys_s = shared + Shared::kK;
   if (tiles > 0) copy_strip(keys_s, rows_s, a.q, block_warp, lane);
   commit_copies();  // q and tile 0
