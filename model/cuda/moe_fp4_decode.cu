@@ -2,9 +2,11 @@
 // each warp on mma.sync m16n8k16 with its weights streamed from HBM through registers.
 #include <algorithm>
 #include <atomic>
+#if DEEPINFER_MOE_TRACE
 #include <cstdio>
 #include <string>
 #include <vector>
+#endif
 
 #include "model/cuda/mma.cuh"
 #include "model/cuda/moe_fp4_weights.cuh"
