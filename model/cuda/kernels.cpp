@@ -153,6 +153,7 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   a.ratio = static_cast<int>(in.ratio);
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   a.max_entries = in.max_entries;
+  a.q_rows = in.q.size(0);
   const c10::cuda::CUDAGuard guard(in.q.device());
   at::Tensor workspace;  // the split rows' partial outputs, from the caching allocator
   if (const size_t bytes = sparse_attention_workspace_bytes(a); bytes > 0) {

@@ -1,11 +1,15 @@
 #include "model/cuda/sparse_attention_sm90.h"
 
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <vector>
 
 #include "model/cuda/mma.cuh"
+#include "model/cuda/sm90_bulk.cuh"
 #include "model/cuda/sm90_sync.cuh"
 #include "model/cuda/sm90_trace.cuh"
 #include "model/cuda/sparse_attention_keys.cuh"
@@ -37,13 +41,17 @@ __device__ __forceinline__ void copy_strip(unsigned char* tile, const __nv_bfloa
   }
 }
 
-// The same for heads 8 warp .. + 7 of the row's q (zeros past a.heads).
-__device__ __forceinline__ void copy_q_strip(unsigned char* q_s, const SparseAttentionArgs& a, int64_t row, int warp, int lane) {
+// The row's q by the tensor-memory accelerator: q_map views q as [rows][heads][512] bfloat16 with
+// boxes of 64 dims x 64 heads, 128-byte swizzled (the column tiles' layout, swizzled_offset()), heads
+// past a.heads filled with zeros; the eight boxes complete on `barrier`.
+__device__ __forceinline__ void load_q_tiles(unsigned char* q_s, const CUtensorMap* q_map, int64_t row, uint64_t* barrier) {
+  arrive_expect_bytes(barrier, kTileBytes);
 #pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int h = 8 * warp + j / 2, c = (j % 2) * 32 + lane;
-    copy16_async(q_s + (c / 8) * kColumnTileBytes + swizzled_offset(h, c % 8), a.q + (row * a.heads + (h < a.heads ? h : 0)) * kD + c * 8,
-                 h < a.heads);
+  for (int c = 0; c < kD / 64; ++c) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
+                     shared_address(q_s + c * kColumnTileBytes)),
+                 "l"(reinterpret_cast<uint64_t>(q_map)), "r"(64 * c), "r"(0), "r"(static_cast<int>(row)), "r"(shared_address(barrier))
+                 : "memory");
   }
 }
 
@@ -217,7 +225,8 @@ __device__ __forceinline__ void write_output(const SparseAttentionArgs& a, int64
 }
 
 template <bool kCluster>
-__global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAttentionArgs a, int64_t max_splits) {
+__global__ void __launch_bounds__(kThreads, 1)
+    sm90_split_kernel(const SparseAttentionArgs a, int64_t max_splits, const __grid_constant__ CUtensorMap q_map) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   extern __shared__ unsigned char shared_raw[];
   unsigned char* shared = shared_raw + ((1024 - (shared_address(shared_raw) & 1023)) & 1023);
@@ -250,12 +259,13 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
   if (threadIdx.x == 0) {
     init_barrier(&full_s[0], 128);
     init_barrier(&full_s[1], 128);
+    init_barrier(&full_s[2], 1);
+    load_q_tiles(q_s, &q_map, row, &full_s[2]);  // every block, active or not: the wait for it below takes no condition
   }
 #if DEEPINFER_SM90_TRACE
   asm volatile("" ::"l"(k.start), "l"(k.slot), "l"(row), "l"(pick));  // the row's indices in
   trace(2);
 #endif
-  if (active) copy_q_strip(q_s, a, row, block_warp, lane);
   find_first_rows(rows_s, a, k, first_key, split_keys, min(tiles, 4), pick, block_warp, lane);
   __syncwarp();
   trace(3);  // this warp's first key rows found (their addresses stored)
@@ -271,8 +281,9 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   const float scale = a.scale * kLog2e;
   wait_copies<0>();
-  fence_async_shared();  // the copies' writes, for the tensor cores' reads
-  __syncthreads();       // q, tile 0 and every rows_s entry are in, the barriers set up
+  fence_async_shared();         // the copies' writes, for the tensor cores' reads
+  __syncthreads();              // q, tile 0 and every rows_s entry are in, the barriers set up
+  wait_barrier(&full_s[2], 0);  // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
   for (int tile = 0; tile < tiles; ++tile) {
     unsigned char* k_s = keys_s + (tile % 2) * kTileBytes;
     const bool refill = tile + 1 < tiles;  // the other buffer takes the next tile, once both groups are done with it
@@ -344,8 +355,22 @@ __global__ void __launch_bounds__(kThreads, 1) sm90_split_kernel(const SparseAtt
 #endif
 }
 
-// Whether the current device is compute capability 9.0 with room for the kernel's shared memory,
-// asked once per device.
+// The driver's cuTensorMapEncodeTiled through the runtime's entry point (no link to the driver
+// library), looked up once; null where the driver lacks it.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const auto encode = []() -> PFN_cuTensorMapEncodeTiled_v12000 {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      return nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// Whether the current device is compute capability 9.0 with room for the kernel's shared memory
+// and the driver encodes tensor maps, asked once per device.
 bool device_runs_kernel() {
   constexpr int kDevices = 64;
   static std::atomic<int> known[kDevices];  // 0 not asked, 1 yes, 2 no
@@ -356,9 +381,23 @@ bool device_runs_kernel() {
   const bool yes = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
                    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major == 9 && minor == 0 &&
                    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device) == cudaSuccess &&
-                   Shared::kBytes <= optin;
+                   Shared::kBytes <= optin && tensor_map_encoder() != nullptr;
   known[device].store(yes ? 1 : 2, std::memory_order_relaxed);
   return yes;
+}
+
+// The tensor map of q for load_q_tiles(): [q_rows][heads][512] bfloat16, boxes of 64 dims x 64 heads.
+cudaError_t q_tensor_map(const SparseAttentionArgs& a, CUtensorMap& map) {
+  map = CUtensorMap{};
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[3] = {kD, static_cast<cuuint64_t>(a.heads), static_cast<cuuint64_t>(a.q_rows)};
+  const cuuint64_t strides[2] = {kD * 2, static_cast<cuuint64_t>(a.heads) * kD * 2};
+  const cuuint32_t box[3] = {64, 64, 1}, element_strides[3] = {1, 1, 1};
+  const CUresult made = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(a.q), dims, strides, box,
+                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return made == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 }  // namespace
@@ -371,8 +410,10 @@ bool sm90_attention_merges(int64_t max_splits) { return max_splits > 1 && max_sp
 
 cudaError_t sm90_split_attention(const SparseAttentionArgs& a, int64_t max_splits, unsigned rows, cudaStream_t stream) {
   const dim3 grid(rows, static_cast<unsigned>(max_splits));
+  CUtensorMap q_map;
+  if (const cudaError_t made = q_tensor_map(a, q_map); made != cudaSuccess) return made;
   if (!sm90_attention_merges(max_splits))
-    return launch_with_shared(sm90_split_kernel<false>, grid, kThreads, Shared::kBytes, stream, a, max_splits);
+    return launch_with_shared(sm90_split_kernel<false>, grid, kThreads, Shared::kBytes, stream, a, max_splits, q_map);
   const cudaError_t configured = cudaFuncSetAttribute(sm90_split_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, Shared::kBytes);
   if (configured != cudaSuccess) return configured;
   cudaLaunchConfig_t config = {};
@@ -387,7 +428,7 @@ cudaError_t sm90_split_attention(const SparseAttentionArgs& a, int64_t max_split
   cluster.val.clusterDim.z = 1;
   config.attrs = &cluster;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, sm90_split_kernel<true>, a, max_splits);
+  return cudaLaunchKernelEx(&config, sm90_split_kernel<true>, a, max_splits, q_map);
 }
 
 }  // namespace deepinfer::model::cuda

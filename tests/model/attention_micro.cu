@@ -227,6 +227,7 @@ int run_attention(int argc, char** argv) {
     a.max_entries = entries_seen;
     a.num_seqs = B;
     a.len = 1;
+    a.q_rows = B;
     a.block_stride = blocks_per_seq;
     a.heads = H;
     a.head_dim = D;
