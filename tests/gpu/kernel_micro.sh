@@ -7,10 +7,11 @@
 # that revision's, bit for bit.
 # `profile` as an argument adds an Nsight Compute report of each kernel (logs under $OUT), `stages`
 # the Hopper kernel without some of its stages, `trace` its per-block timestamps (the points are
-# listed in sparse_attention_sm90.cu). `--build-only` builds here (nvcc needs no GPU) and stops;
+# listed in sparse_attention_sm90.cu), `gather` the key-gathering probe (tests/model/gather_probe.cu:
+# the copies alone, by cp.async, the tensor-memory accelerator and its multicast). `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
-#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|stages|trace]
+#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|stages|trace|gather]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/ref && mkdir -p .deps/ref
@@ -63,6 +64,10 @@ if [ $build = 1 ]; then
     for skip in 1 2 4 6; do build_micro skip$skip -DDEEPINFER_SM90_SKIP=$skip || exit 1; done
   fi
   [ "$mode" = trace ] && { build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1; }
+  if [ "$mode" = gather ]; then
+    $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/gather_probe.cu -o build-micro/gather_probe >> "$out/micro_build.log" 2>&1 ||
+      { cat "$out/micro_build.log"; exit 1; }
+  fi
 fi
 [ $run = 1 ] || exit 0
 
@@ -71,6 +76,9 @@ if [ "$mode" = stages ]; then
 fi
 if [ "$mode" = trace ]; then
   for b in 64 1; do build-micro/trace attention --batch $b --context 32768 --layer csa | grep -v "vs reference\|reference median"; done
+fi
+if [ "$mode" = gather ]; then
+  for rows in 64 256; do build-micro/gather_probe --rows $rows || exit 1; done
 fi
 for l in csa hca swa; do $M attention --batch 64 --context 32768 --layer $l; done
 $M attention --batch 256 --context 32768 --layer csa
