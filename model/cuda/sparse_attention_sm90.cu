@@ -238,6 +238,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sum_s = reinterpret_cast<float*>(shared + Shared::kSum);
   uint64_t* full_s = reinterpret_cast<uint64_t*>(shared + Shared::kFull);  // [buffer]
   trace(0);
+  wait_for_previous_grid();  // a programmatic dependent launch: nothing is read before the kernel before it is done
 
   const int block_warp = threadIdx.x / 32;
   const int64_t pick = pick_ahead(a, a.first_query + blockIdx.x, blockIdx.y, block_warp, threadIdx.x % 32);  // with query_keys' reads
@@ -333,6 +334,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     trace(7 + 4 * tile);
   }
   trace(60);
+  allow_next_grid();                         // the next kernel may launch; a dependent one waits for this grid before it reads
   if constexpr (kCluster) cluster_arrive();  // done with q and the key tiles: the other block may write there
 
   // Group 0's running max and sum, for both groups.
@@ -409,26 +411,29 @@ bool sm90_attention_supported(const SparseAttentionArgs& a) {
 bool sm90_attention_merges(int64_t max_splits) { return max_splits > 1 && max_splits <= kMaxClusterSplits; }
 
 cudaError_t sm90_split_attention(const SparseAttentionArgs& a, int64_t max_splits, unsigned rows, cudaStream_t stream) {
-  const dim3 grid(rows, static_cast<unsigned>(max_splits));
   CUtensorMap q_map;
   if (const cudaError_t made = q_tensor_map(a, q_map); made != cudaSuccess) return made;
-  if (!sm90_attention_merges(max_splits))
-    return launch_with_shared(sm90_split_kernel<false>, grid, kThreads, Shared::kBytes, stream, a, max_splits, q_map);
-  const cudaError_t configured = cudaFuncSetAttribute(sm90_split_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, Shared::kBytes);
+  // Rows of 2 splits run as a cluster of the two; every launch is a programmatic dependent of the
+  // stream's previous kernel (its launch overlaps that kernel's end; the kernel waits before reading).
+  const bool cluster = sm90_attention_merges(max_splits);
+  const auto kernel = cluster ? sm90_split_kernel<true> : sm90_split_kernel<false>;
+  const cudaError_t configured = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Shared::kBytes);
   if (configured != cudaSuccess) return configured;
   cudaLaunchConfig_t config = {};
-  config.gridDim = grid;
+  config.gridDim = dim3(rows, static_cast<unsigned>(max_splits));
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = Shared::kBytes;
   config.stream = stream;
-  cudaLaunchAttribute cluster;
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = 1;
-  cluster.val.clusterDim.y = static_cast<unsigned>(max_splits);
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, sm90_split_kernel<true>, a, max_splits, q_map);
+  cudaLaunchAttribute attributes[2];
+  attributes[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attributes[0].val.programmaticStreamSerializationAllowed = 1;
+  attributes[1].id = cudaLaunchAttributeClusterDimension;
+  attributes[1].val.clusterDim.x = 1;
+  attributes[1].val.clusterDim.y = static_cast<unsigned>(max_splits);
+  attributes[1].val.clusterDim.z = 1;
+  config.attrs = attributes;
+  config.numAttrs = cluster ? 2 : 1;
+  return cudaLaunchKernelEx(&config, kernel, a, max_splits, q_map);
 }
 
 }  // namespace deepinfer::model::cuda

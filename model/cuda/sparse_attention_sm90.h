@@ -5,12 +5,15 @@
 // split), two warpgroups: the first scores a tile of 64 keys for all 64 heads (wgmma m64n64k16,
 // q and keys from shared memory), keeps the online softmax and hands the probabilities to the
 // second through shared memory; each then adds P V for half of the 512 output dims (wgmma
-// m64n256k16, V = the same key tile read transposed). Two key buffers: every warp copies q and
-// tile 0, then the second warpgroup copies each next tile into the buffer both groups have just
+// m64n256k16, V = the same key tile read transposed). Two key buffers: q comes in by the
+// tensor-memory accelerator (a tensor map of q made per launch), every warp copies its rows of tile
+// 0, then the second warpgroup copies each next tile into the buffer both groups have just
 // finished (cp.async completing on an mbarrier), while the first scores; the groups hand over
 // through named barriers, never a block barrier. A row of two splits merges in its cluster: each
 // split sends the other the partials of the other's heads through distributed shared memory, and
-// all eight warps of the owner merge.
+// all eight warps of the owner merge. Each launch is a programmatic dependent of the stream's
+// previous kernel: its blocks wait for that kernel before they read anything, and let the next
+// kernel launch once their tiles are done.
 
 #include <cuda_runtime_api.h>
 
