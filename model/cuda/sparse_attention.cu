@@ -479,8 +479,8 @@ cudaError_t sparse_attention(const SparseAttentionArgs& a, cudaStream_t stream) 
   if (a.q == nullptr || a.kv == nullptr || a.ring == nullptr || a.query_rows == nullptr || a.start == nullptr || a.slots == nullptr ||
       a.sink == nullptr || a.out == nullptr || a.heads < 1 || a.window < 1 || a.ratio < 0 || (paged && 128 % a.ratio != 0) ||
       (paged && (a.entries == nullptr || a.block_tables == nullptr)) || (a.picks != nullptr && a.num_picks < 1) || a.num_seqs < 0 ||
-      a.len < 0 || a.num_seqs * a.len > 0x7fffffff || a.q_rows < 1 || a.q_rows > 0x7fffffff || a.heads > 65535 * kHeads ||
-      a.max_entries < 0 || (sparse_attention_workspace_bytes(a) > 0 && a.workspace == nullptr)) {
+      a.len < 0 || a.num_seqs * a.len > 0x7fffffff || (a.num_seqs * a.len > 0 && a.q_rows < 1) || a.q_rows > 0x7fffffff ||
+      a.heads > 65535 * kHeads || a.max_entries < 0 || (sparse_attention_workspace_bytes(a) > 0 && a.workspace == nullptr)) {
     return cudaErrorInvalidValue;
   }
   if (a.num_seqs * a.len == 0) return cudaSuccess;
