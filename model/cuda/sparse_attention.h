@@ -50,7 +50,7 @@ struct SparseAttentionArgs {
   int window = 0;      // W
   int ratio = 0;       // m: 0 (window only) or a divisor of 128
   float scale = 0.0f;  // softmax scale (1 / sqrt(D))
-  int64_t q_rows = 0;  // rows of q (and kv, out): above every row query_rows names, at most 2^31 - 1
+  int64_t q_rows = 0;  // rows of q: above every row query_rows names, at most 2^31 - 1
 };
 
 // The scratch a call needs (the split rows' partial outputs), 0 when none.

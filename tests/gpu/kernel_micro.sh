@@ -8,7 +8,8 @@
 # `profile` as an argument adds an Nsight Compute report of each kernel (logs under $OUT), `stages`
 # the Hopper kernel without some of its stages, `trace` its per-block timestamps (the points are
 # listed in sparse_attention_sm90.cu), `gather` the key-gathering probe (tests/model/gather_probe.cu:
-# the copies alone, by cp.async, the tensor-memory accelerator and its multicast). `--build-only` builds here (nvcc needs no GPU) and stops;
+# the copies alone, by cp.async, the tensor-memory accelerator and its multicast).
+# `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
 #   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|stages|trace|gather]
