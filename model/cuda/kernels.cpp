@@ -21,6 +21,7 @@
 #include "model/cuda/rope.h"
 #include "model/cuda/sinkhorn.h"
 #include "model/cuda/sparse_attention.h"
+#include "model/cuda/sparse_attention_heads.h"
 #include "model/quant.h"
 
 namespace deepinfer::model::cuda {
@@ -154,6 +155,7 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   a.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   a.max_entries = in.max_entries;
   a.q_rows = in.q.size(0);
+  a.head_split = in.head_split;
   const c10::cuda::CUDAGuard guard(in.q.device());
   at::Tensor workspace;  // the split rows' partial outputs, from the caching allocator
   if (const size_t bytes = sparse_attention_workspace_bytes(a); bytes > 0) {
@@ -161,6 +163,17 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
     a.workspace = workspace.data_ptr<float>();
   }
   check(model::cuda::sparse_attention(a, stream_of(in.q)), "sparse_attention");
+}
+
+bool sparse_attention_runs_head_split(const PagedAttention& in) {
+  SparseAttentionArgs a;  // what sm90_heads_attention_supported reads
+  a.heads = static_cast<int>(in.q.size(1));
+  a.head_dim = static_cast<int>(in.q.size(2));
+  a.window = static_cast<int>(in.window.size(1));
+  a.ratio = static_cast<int>(in.ratio);
+  a.picks = in.picks.defined() ? in.picks.data_ptr<int64_t>() : nullptr;
+  a.num_picks = in.picks.defined() ? in.picks.size(1) : 0;
+  return in.head_split && sm90_heads_attention_supported(a);
 }
 
 bool index_scores_supported(const at::Tensor& q, const at::Tensor& keys) {

@@ -43,9 +43,14 @@ struct PagedAttention {
   int64_t len = 0;          // L
   int64_t ratio = 0;        // m, 0: window only
   int64_t max_entries = 0;  // the most entries any query sees (bounds the scratch), 0: unknown
+  bool head_split = false;  // SparseAttentionArgs::head_split (a kernel under test)
 };
 bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window);
 void sparse_attention(const PagedAttention& in, at::Tensor& out);
+// Whether sparse_attention(in, ...) runs the head-split kernel: in.head_split set, and a call it
+// takes (sm90_heads_attention_supported: Hopper, D 512, 33..64 heads, CSA or the window alone,
+// at most 640 keys a row).
+bool sparse_attention_runs_head_split(const PagedAttention& in);
 
 // CSA's indexer scores read in place from the paged index keys (index_scores.h): q [B, L, H, D]
 // bfloat16 (H <= 64, D in {32, 64, 128}) and weights [B, L, H] float32 of queries first ..

@@ -17,6 +17,7 @@ at::Tensor dequant_fp4(const at::Tensor&, const at::Tensor&) { absent("cuda::deq
 void dequant_fp4_tables(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&) { absent("cuda::dequant_fp4_tables"); }
 bool sparse_attention_supported(const at::Tensor&, const at::Tensor&) { return false; }
 void sparse_attention(const PagedAttention&, at::Tensor&) { absent("cuda::sparse_attention"); }
+bool sparse_attention_runs_head_split(const PagedAttention&) { return false; }
 bool index_scores_supported(const at::Tensor&, const at::Tensor&) { return false; }
 at::Tensor index_scores(const PagedIndexScores&) { absent("cuda::index_scores"); }
 at::Tensor index_topk(const at::Tensor&, int64_t) { absent("cuda::index_topk"); }

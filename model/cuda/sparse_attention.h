@@ -51,6 +51,10 @@ struct SparseAttentionArgs {
   int ratio = 0;       // m: 0 (window only) or a divisor of 128
   float scale = 0.0f;  // softmax scale (1 / sqrt(D))
   int64_t q_rows = 0;  // rows of q: above every row query_rows names, at most 2^31 - 1
+  // Hopper, CSA and window-only calls of at most kHeadsMaxKeys keys: the head-split kernel
+  // (sparse_attention_heads.h) instead of the split kernel. Under test: off in the forward until
+  // it is measured faster (docs/kernel-notes.md, seventeenth session).
+  bool head_split = false;
 };
 
 // The scratch a call needs (the split rows' partial outputs), 0 when none.

@@ -25,22 +25,6 @@ using namespace sm90;
 
 constexpr int kPReady = 1, kPFree = 2, kKeysFree = 3;  // the named barriers (sm90_sync.cuh)
 
-// Warp `warp` (of the block's 8) copies its 8 of a tile's 64 rows, rows 8 warp .. 8 warp + 7 of
-// 512 bfloat16, into a swizzled tile, half a row per copy: row r from rows[r] (null: zeros, the
-// readable `fallback` standing in for the address).
-__device__ __forceinline__ void copy_strip(unsigned char* tile, const __nv_bfloat16* const* rows, const __nv_bfloat16* fallback, int warp,
-                                           int lane) {
-  const __nv_bfloat16* src[8];  // read before the copies: each copy's asm may write memory, so none could be read between them
-#pragma unroll
-  for (int i = 0; i < 8; ++i) src[i] = rows[8 * warp + i];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int r = j / 2, c = (j % 2) * 32 + lane;
-    copy16_async(tile + (c / 8) * kColumnTileBytes + swizzled_offset(8 * warp + r, c % 8), src[r] != nullptr ? src[r] + c * 8 : fallback,
-                 src[r] != nullptr);
-  }
-}
-
 // The row's q by the tensor-memory accelerator: q_map views q as [rows][heads][512] bfloat16 with
 // boxes of 64 dims x 64 heads, 128-byte swizzled (the column tiles' layout, swizzled_offset()), heads
 // past a.heads filled with zeros; the eight boxes complete on `barrier`.
@@ -388,21 +372,20 @@ bool device_runs_kernel() {
   return yes;
 }
 
-// The tensor map of q for load_q_tiles(): [q_rows][heads][512] bfloat16, boxes of 64 dims x 64 heads.
-cudaError_t q_tensor_map(const SparseAttentionArgs& a, CUtensorMap& map) {
+}  // namespace
+
+cudaError_t sm90_q_tensor_map(const SparseAttentionArgs& a, int box_heads, CUtensorMap& map) {
   map = CUtensorMap{};
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return cudaErrorNotSupported;
   const cuuint64_t dims[3] = {kD, static_cast<cuuint64_t>(a.heads), static_cast<cuuint64_t>(a.q_rows)};
   const cuuint64_t strides[2] = {kD * 2, static_cast<cuuint64_t>(a.heads) * kD * 2};
-  const cuuint32_t box[3] = {64, 64, 1}, element_strides[3] = {1, 1, 1};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_heads), 1}, element_strides[3] = {1, 1, 1};
   const CUresult made = encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(a.q), dims, strides, box,
                                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return made == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
-
-}  // namespace
 
 bool sm90_attention_supported(const SparseAttentionArgs& a) {
   return a.head_dim == kD && a.heads > 32 && a.heads <= kAllHeads && device_runs_kernel();
@@ -412,7 +395,7 @@ bool sm90_attention_merges(int64_t max_splits) { return max_splits > 1 && max_sp
 
 cudaError_t sm90_split_attention(const SparseAttentionArgs& a, int64_t max_splits, unsigned rows, cudaStream_t stream) {
   CUtensorMap q_map;
-  if (const cudaError_t made = q_tensor_map(a, q_map); made != cudaSuccess) return made;
+  if (const cudaError_t made = sm90_q_tensor_map(a, kAllHeads, q_map); made != cudaSuccess) return made;
   // Rows of 2 splits run as a cluster of the two; every launch is a programmatic dependent of the
   // stream's previous kernel (its launch overlaps that kernel's end; the kernel waits before reading).
   const bool cluster = sm90_attention_merges(max_splits);

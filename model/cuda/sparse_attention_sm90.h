@@ -15,6 +15,7 @@
 // previous kernel: its blocks wait for that kernel before they read anything, and let the next
 // kernel launch once their tiles are done.
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -36,5 +37,10 @@ bool sm90_attention_merges(int64_t max_splits);
 // write their output; the others are merged in the launch (sm90_attention_merges) or leave their
 // partials in a.workspace for the merge kernel of sparse_attention.cu.
 cudaError_t sm90_split_attention(const SparseAttentionArgs& a, int64_t max_splits, unsigned rows, cudaStream_t stream);
+
+// The tensor map of q ([a.q_rows][a.heads][512] bfloat16) in boxes of 64 dims x box_heads heads,
+// 128-byte swizzled, heads past a.heads read as zeros: what the Hopper kernels bring q in by.
+// cudaErrorNotSupported where the driver has no tensor-map encoder.
+cudaError_t sm90_q_tensor_map(const SparseAttentionArgs& a, int box_heads, CUtensorMap& map);
 
 }  // namespace deepinfer::model::cuda

@@ -103,4 +103,19 @@ __device__ __forceinline__ void wgmma_m64n256k16_ss_k(float* d, uint64_t desc_a,
   wgmma_m64n256k16_ss_b<0>(d, desc_a, desc_b);
 }
 
+// d (64 x 32) += A (64 x 16, shared; K-major, or MN-major with TransposeA 1) B (16 x 32, shared,
+// K-major); d holds 16 floats a thread. The head-split attention (sparse_attention_heads.cu) scores
+// with the keys as A (K-major) and adds V^T P^T with the key tile read transposed as A.
+template <int TransposeA>
+__device__ __forceinline__ void wgmma_m64n32k16_ss(float* d, uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
+      " wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15"
+      "}, %16, %17, p, 1, 1, %19, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]),
+        "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TransposeA));
+}
+
 }  // namespace deepinfer::model::cuda

@@ -5,14 +5,16 @@
 # `tests/gpu/kernel_micro.sh --prepare REV`: git REV's model/cuda/ into .deps/ref/, its kernels
 # compiled against its own headers with -Ddeepinfer=deepinfer_ref), each output is compared with
 # that revision's, bit for bit.
-# `profile` as an argument adds an Nsight Compute report of each kernel (logs under $OUT), `stages`
-# the Hopper kernel without some of its stages, `trace` its per-block timestamps (the points are
-# listed in sparse_attention_sm90.cu), `gather` the key-gathering probe (tests/model/gather_probe.cu:
-# the copies alone, by cp.async, the tensor-memory accelerator and its multicast).
+# `profile` as an argument adds an Nsight Compute report of each kernel (logs under $OUT), `trace`
+# the Hopper kernel's per-block timestamps (the points are listed in sparse_attention_sm90.cu),
+# `gather` the key-gathering probe (tests/model/gather_probe.cu: the copies alone, by cp.async, the
+# tensor-memory accelerator and its multicast), `heads` the head-split kernel
+# (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1) and its
+# timing-only builds without its copies, scores or P V, beside the default kernels.
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
-#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|stages|trace|gather]
+#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/ref && mkdir -p .deps/ref
@@ -31,14 +33,16 @@ nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 sm90a=(-gencode=arch=compute_90a,code=sm_90a)
 M=build-micro/attention_micro
 
-# attention_micro with the Hopper kernel built with `defines` (the reference objects linked when there).
+# attention_micro with the Hopper kernels built with `defines` (the reference objects linked when there).
 build_micro() {
   local name=$1
   shift
   $nvcc -std=c++17 -O3 "${sm90a[@]}" -lineinfo -I. -Xptxas -v "$@" -c model/cuda/sparse_attention_sm90.cu -o build-micro/$name.sm90.o \
     >> "$out/micro_build.log" 2>&1 &&
+    $nvcc -std=c++17 -O3 "${sm90a[@]}" -lineinfo -I. -Xptxas -v "$@" -c model/cuda/sparse_attention_heads.cu -o build-micro/$name.heads.o \
+      >> "$out/micro_build.log" 2>&1 &&
     $nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. "$@" tests/model/attention_micro.cu build-micro/sparse_attention.o build-micro/index_scores.o \
-      build-micro/$name.sm90.o "${ref[@]}" -o build-micro/$name >> "$out/micro_build.log" 2>&1
+      build-micro/$name.sm90.o build-micro/$name.heads.o "${ref[@]}" -o build-micro/$name >> "$out/micro_build.log" 2>&1
 }
 
 if [ $build = 1 ]; then
@@ -46,10 +50,10 @@ if [ $build = 1 ]; then
   : > "$out/micro_build.log"
   ref=()
   if [ -f .deps/ref/model/cuda/sparse_attention.cu ]; then
-    for f in sparse_attention index_scores sparse_attention_sm90; do
+    for f in sparse_attention index_scores sparse_attention_sm90 sparse_attention_heads; do
       [ -f .deps/ref/model/cuda/$f.cu ] || continue
       arch=(-arch=sm_90)
-      [ $f = sparse_attention_sm90 ] && arch=("${sm90a[@]}")
+      case $f in sparse_attention_sm90 | sparse_attention_heads) arch=("${sm90a[@]}") ;; esac
       $nvcc -std=c++17 -O3 "${arch[@]}" -I.deps/ref -I. -Ddeepinfer=deepinfer_ref -c .deps/ref/model/cuda/$f.cu -o build-micro/ref_$f.o || exit 1
       ref+=(build-micro/ref_$f.o)
     done
@@ -61,8 +65,10 @@ if [ $build = 1 ]; then
   done
   build_micro attention_micro || { cat "$out/micro_build.log"; exit 1; }
   grep -E "registers|spill" "$out/micro_build.log" | grep -v "0 bytes spill" | head -20
-  if [ "$mode" = stages ]; then  # without its key loads (1), scores (2), P V (4): where a tile's time goes
-    for skip in 1 2 4 6; do build_micro skip$skip -DDEEPINFER_SM90_SKIP=$skip || exit 1; done
+  if [ "$mode" = heads ]; then  # the overlapped variant, and without its copies (1), scores (2), P V (4): where its time goes
+    build_micro heads_overlap -DDEEPINFER_HEADS_OVERLAP=1 || { cat "$out/micro_build.log"; exit 1; }
+    for skip in 1 2 4 6; do build_micro heads_skip$skip -DDEEPINFER_HEADS_SKIP=$skip || exit 1; done
+    grep -E "registers|spill" "$out/micro_build.log" | grep -v "0 bytes spill" | sort | uniq -c
   fi
   [ "$mode" = trace ] && { build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1; }
   if [ "$mode" = gather ]; then
@@ -72,8 +78,16 @@ if [ $build = 1 ]; then
 fi
 [ $run = 1 ] || exit 0
 
-if [ "$mode" = stages ]; then
-  for skip in 1 2 4 6; do echo "skip $skip: $(build-micro/skip$skip attention --batch 64 --context 32768 --layer csa | head -1)"; done
+if [ "$mode" = heads ]; then  # each line beside the default kernels' (the split kernel) in the same call
+  for shape in "64 csa" "256 csa" "1 csa" "64 swa"; do
+    for v in "attention_micro 0" "attention_micro 1" "heads_overlap 1"; do
+      set -- $shape $v
+      echo "$3 --head-split $4: $(build-micro/$3 attention --batch $1 --context 32768 --layer $2 --head-split $4 | tr '\n' ' ')"
+    done
+  done
+  for skip in 1 2 4 6; do
+    echo "heads_skip$skip: $(build-micro/heads_skip$skip attention --batch 64 --context 32768 --layer csa --head-split 1 | head -1)"
+  done
 fi
 if [ "$mode" = trace ]; then
   for b in 64 1; do build-micro/trace attention --batch $b --context 32768 --layer csa | grep -v "vs reference\|reference median"; done

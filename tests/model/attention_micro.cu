@@ -10,6 +10,7 @@
 // -Ddeepinfer=deepinfer_ref (tests/gpu/kernel_micro.sh takes it from a git revision), each kernel's output is
 // also compared with that copy's: max |new - old| / max |old| and the count of unequal values.
 //   attention_micro attention|indexer [--batch 64] [--context 32768] [--layer csa|hca|swa] [--iters 50]
+//                   [--hot 1] [--head-split 1]
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -175,6 +176,7 @@ int run_attention(int argc, char** argv) {
   const int64_t iters = std::stol(option(argc, argv, "iters", "50"));
   const std::string layer = option(argc, argv, "layer", "csa");
   const bool hot = option(argc, argv, "hot", "0") == "1";  // every key from 64 blocks (the L2): the kernel without HBM latency
+  const bool head_split = option(argc, argv, "head-split", "0") == "1";  // SparseAttentionArgs::head_split
   const int H = 64, D = 512, W = 128;
   const int ratio = layer == "csa" ? 4 : layer == "hca" ? 128 : 0;
   const int64_t topk = layer == "csa" ? 512 : 0;
@@ -234,6 +236,7 @@ int run_attention(int argc, char** argv) {
     a.window = W;
     a.ratio = ratio;
     a.scale = 1.0f / std::sqrt(static_cast<float>(D));
+    a.head_split = head_split;
     workspace = std::max(workspace, deepinfer::model::cuda::sparse_attention_workspace_bytes(a));
   }
   float* ws = nullptr;
@@ -246,16 +249,18 @@ int run_attention(int argc, char** argv) {
   const double bytes = double(B) * (keys * D * 2.0 + 2.0 * H * D * 2 + topk * 8);
   const double flops = 4.0 * B * keys * H * D;
   std::printf(
-      "attention_micro: %s%s batch %ld context %ld (%ld keys per query), H %d D %d: median %.1f us -> %.0f GB/s = %.1f%% of 4.3 TB/s, %.1f "
+      "attention_micro: %s%s%s batch %ld context %ld (%ld keys per query), H %d D %d: median %.1f us -> %.0f GB/s = %.1f%% of 4.3 TB/s, "
+      "%.1f "
       "TFLOP/s\n",
-      layer.c_str(), hot ? " (hot keys)" : "", long(B), long(context), long(keys), H, D, m * 1e3, bytes / m / 1e6, bytes / m / 1e6 / 43.0,
-      flops / m / 1e9);
+      layer.c_str(), hot ? " (hot keys)" : "", head_split ? " (head split)" : "", long(B), long(context), long(keys), H, D, m * 1e3,
+      bytes / m / 1e6, bytes / m / 1e6 / 43.0, flops / m / 1e9);
 #ifdef DEEPINFER_SM90_TRACE
   deepinfer::model::cuda::sm90_trace_report();  // the last timed launch
 #endif
 #ifdef DEEPINFER_MICRO_REFERENCE
   {
     SparseAttentionArgs r = args[0];
+    r.head_split = false;  // the reference revision's default kernels (a revision without the field reads none)
     const size_t n = size_t(B) * H * D;
     __nv_bfloat16* ref_out = nullptr;
     check(cudaMalloc(&ref_out, n * 2), "cudaMalloc");
@@ -272,6 +277,7 @@ int run_attention(int argc, char** argv) {
     for (auto& x : ref_args) {
       x.out = ref_out;
       x.workspace = ref_ws;
+      x.head_split = false;
     }
     const double ref_ms =
         time_median(iters, [&](int64_t i, cudaStream_t st) { check(reference::sparse_attention(ref_args[i % sets], st), "reference"); });
@@ -352,6 +358,8 @@ int main(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what == "attention") return run_attention(argc, argv);
   if (what == "indexer") return run_indexer(argc, argv);
-  std::fprintf(stderr, "usage: attention_micro attention|indexer [--batch B] [--context C] [--layer csa|hca|swa] [--iters N]\n");
+  std::fprintf(stderr,
+               "usage: attention_micro attention|indexer [--batch B] [--context C] [--layer csa|hca|swa] [--iters N] [--hot 1] "
+               "[--head-split 1]\n");
   return 2;
 }

@@ -8,6 +8,8 @@
 //    query row written, no other row touched;
 //  - batch invariance: a query's output is bit-identical alone and inside batches of 2..256
 //    random other sequences, at any place in the batch;
+//  - both again for the head-split kernel (SparseAttentionArgs::head_split) on the CSA and
+//    window-only shapes it takes, where the GPU is Hopper;
 //  - the CUDA forward of the tiny model (bfloat16) with the kernels (attention, indexer, top-k,
 //    compressor) against the same forward on the ATen path, chunked and one-shot.
 #include <gtest/gtest.h>
@@ -65,56 +67,57 @@ Errors relative_error(const AttentionShape& s, const PagedBatch& batch) {
   return {std::sqrt(err / norm), worst};
 }
 
-TEST(SparseAttentionCuda, MatchesTheDefinition) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+struct Group {
+  std::vector<int64_t> starts;
+  int64_t len;
+};
+
+// Where a block holds all heads (33..64): rows of 1 to 8 splits of 320 keys; HCA m 4 at 25,000:
+// 15 splits of 448 keys, 150 such rows in two launches (their partials beyond 256 MB), and at
+// 70,000 more keys than 16 splits can hold (the 16-head kernel then).
+const std::vector<Group> kGroups{{{0, 1, 5, 127, 128, 129, 383, 384, 1000, 2047, 4100}, 1},
+                                 {{0}, 150},
+                                 {{300, 64}, 130},
+                                 {{25000, 70000, 191}, 1},
+                                 {{25000, 3000}, 1},
+                                 {{25000}, 150}};
+
+// Each shape over kGroups against the float64 definition; with head_split, every call must be
+// one the head-split kernel takes (false, nothing run, where the first is not: not Hopper).
+bool expect_matches_definition(const std::vector<AttentionShape>& shapes, bool head_split) {
   const at::Device cuda(at::kCUDA, 0);
-  const std::vector<AttentionShape> shapes{{"tiny SWA", 8, 64, 128, 0, 0},
-                                           kTinyCsa,
-                                           {"tiny HCA", 8, 64, 128, 128, 0},
-                                           {"V4 SWA", 64, 512, 128, 0, 0},
-                                           kV4Csa,
-                                           kV4Hca,
-                                           {"V4 CSA, k 32 < visible", 64, 512, 128, 4, 32},
-                                           {"20 heads, D 128, W 64, HCA m 8", 20, 128, 64, 8, 0},
-                                           {"24 heads, D 256, CSA m 16 k 8", 24, 256, 128, 16, 8},
-                                           {"48 heads, D 512, CSA k 700", 48, 512, 128, 4, 700},
-                                           {"40 heads, D 128, HCA m 32", 40, 128, 128, 32, 0},
-                                           {"40 heads, D 64, HCA m 4", 40, 64, 128, 4, 0}};
-  struct Group {
-    std::vector<int64_t> starts;
-    int64_t len;
-  };
-  // Where a block holds all heads (33..64): rows of 1 to 8 splits of 320 keys; HCA m 4 at 25,000:
-  // 15 splits of 448 keys, 150 such rows in two launches (their partials beyond 256 MB), and at
-  // 70,000 more keys than 16 splits can hold (the 16-head kernel then).
-  const std::vector<Group> groups{{{0, 1, 5, 127, 128, 129, 383, 384, 1000, 2047, 4100}, 1},
-                                  {{0}, 150},
-                                  {{300, 64}, 130},
-                                  {{25000, 70000, 191}, 1},
-                                  {{25000, 3000}, 1},
-                                  {{25000}, 150}};
-  uint64_t seed = 1;
+  uint64_t seed = head_split ? 500 : 1;
+  bool ran = false;
   for (const AttentionShape& s : shapes) {
-    for (const Group& g : groups) {
+    for (const Group& g : kGroups) {
       PagedBatch batch = make_batch(s, g.starts, g.len, seeds_from(seed, g.starts.size()), seed, cuda);
       ++seed;
+      batch.in.head_split = head_split;
+      if (head_split && !cuda::sparse_attention_runs_head_split(batch.in)) {
+        if (!ran) return false;  // the first call: no GPU the kernel runs on
+        ADD_FAILURE() << s.name << ": not a call the head-split kernel takes";
+        continue;
+      }
+      ran = true;
       cuda::sparse_attention(batch.in, batch.out);
       const Errors rel = relative_error(s, batch);
-      std::printf("[sparse_attention] %-32s %2zu sequences x %3ld queries: ||out - ref|| / ||ref|| = %.3g, worst row %.3g\n", s.name,
-                  g.starts.size(), static_cast<long>(g.len), rel.pooled, rel.worst_row);
+      std::printf("[sparse_attention%s] %-32s %2zu sequences x %3ld queries: ||out - ref|| / ||ref|| = %.3g, worst row %.3g\n",
+                  head_split ? ", head split" : "", s.name, g.starts.size(), static_cast<long>(g.len), rel.pooled, rel.worst_row);
       EXPECT_LT(rel.pooled, 1e-2) << s.name;
       EXPECT_LT(rel.worst_row, 2e-2) << s.name;
     }
   }
+  return true;
 }
 
-TEST(SparseAttentionCuda, BatchInvariant) {
-  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+// A query's output alone and inside batches of 2..256 random other sequences, at any place.
+void expect_batch_invariant(const std::vector<AttentionShape>& shapes, bool head_split) {
   const at::Device cuda(at::kCUDA, 0);
   constexpr int64_t kTargetStart = 1500;
   constexpr uint64_t kTargetSeed = 99;
-  for (const AttentionShape& s : {kV4Csa, kV4Hca, kTinyCsa}) {
+  for (const AttentionShape& s : shapes) {
     PagedBatch alone = make_batch(s, {kTargetStart}, 1, {kTargetSeed}, 1, cuda);
+    alone.in.head_split = head_split;
     cuda::sparse_attention(alone.in, alone.out);
     const at::Tensor expected = alone.out[alone.rows[0]].cpu();
     std::mt19937_64 rng(5);
@@ -126,10 +129,56 @@ TEST(SparseAttentionCuda, BatchInvariant) {
       starts[at] = kTargetStart;
       seeds[at] = kTargetSeed;
       PagedBatch batch = make_batch(s, starts, 1, seeds, 100 + n, cuda, /*row_offset=*/static_cast<int64_t>(rng() % 5));
+      batch.in.head_split = head_split;
       cuda::sparse_attention(batch.in, batch.out);
       EXPECT_TRUE(at::equal(batch.out[batch.rows[at]].cpu(), expected)) << s.name << ": the query at " << at << " of " << n << " differs";
     }
   }
+}
+
+TEST(SparseAttentionCuda, MatchesTheDefinition) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  expect_matches_definition({{"tiny SWA", 8, 64, 128, 0, 0},
+                             kTinyCsa,
+                             {"tiny HCA", 8, 64, 128, 128, 0},
+                             {"V4 SWA", 64, 512, 128, 0, 0},
+                             kV4Csa,
+                             kV4Hca,
+                             {"V4 CSA, k 32 < visible", 64, 512, 128, 4, 32},
+                             {"20 heads, D 128, W 64, HCA m 8", 20, 128, 64, 8, 0},
+                             {"24 heads, D 256, CSA m 16 k 8", 24, 256, 128, 16, 8},
+                             {"48 heads, D 512, CSA k 700", 48, 512, 128, 4, 700},
+                             {"40 heads, D 128, HCA m 32", 40, 128, 128, 32, 0},
+                             {"40 heads, D 64, HCA m 4", 40, 64, 128, 4, 0}},
+                            /*head_split=*/false);
+}
+
+TEST(SparseAttentionCuda, BatchInvariant) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  expect_batch_invariant({kV4Csa, kV4Hca, kTinyCsa}, /*head_split=*/false);
+}
+
+// The head-split kernel (sparse_attention_heads.h, a kernel under test that the forward does not
+// use yet) on the calls it takes: CSA and the window alone, D 512, 33..64 heads, at most 640 keys.
+const std::vector<AttentionShape> kHeadSplitShapes{{"V4 SWA", 64, 512, 128, 0, 0},
+                                                   kV4Csa,
+                                                   {"V4 CSA, k 32 < visible", 64, 512, 128, 4, 32},
+                                                   {"48 heads, D 512, CSA k 300", 48, 512, 128, 4, 300},
+                                                   {"33 heads, D 512, W 64, SWA", 33, 512, 64, 0, 0}};
+
+TEST(SparseAttentionCuda, HeadSplitMatchesTheDefinition) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  if (!expect_matches_definition(kHeadSplitShapes, /*head_split=*/true))
+    GTEST_SKIP() << "the head-split kernel runs on Hopper (compute capability 9.0) only";
+}
+
+TEST(SparseAttentionCuda, HeadSplitBatchInvariant) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  PagedBatch probe = make_batch(kV4Csa, {0}, 1, {1}, 1, at::Device(at::kCUDA, 0));
+  probe.in.head_split = true;
+  if (!cuda::sparse_attention_runs_head_split(probe.in))
+    GTEST_SKIP() << "the head-split kernel runs on Hopper (compute capability 9.0) only";
+  expect_batch_invariant({kV4Csa, {"V4 SWA", 64, 512, 128, 0, 0}}, /*head_split=*/true);
 }
 
 // Index scores of the group's queries first .. first + lt - 1 by the kernel, and by the official
