@@ -336,11 +336,16 @@ struct Group0 {
 };
 
 // Warpgroup 1: P V of each tile for dims 256 .. 511 with warpgroup 0's P^T and factors.
-__device__ __forceinline__ void group1_tiles(float (&acc)[4][16], unsigned char* shared, uint64_t* free, int tiles, int lane) {
+// Its own wait on its two quarters (already landed: warpgroup 0 scored them) orders their cp.async
+// writes before its tensor cores' reads in its own threads, not only through warpgroup 0's fence.
+__device__ __forceinline__ void group1_tiles(float (&acc)[4][16], unsigned char* shared, uint64_t* full, uint64_t* free, int tiles,
+                                             int lane) {
   const int quad = lane % 4;
   for (int t = 0; t < tiles; ++t) {
     float alpha[8];
     sync_named(ready_barrier(t));
+    wait_quarter(full, t, 2);
+    wait_quarter(full, t, 3);
     const float* alpha_s = reinterpret_cast<const float*>(shared + HeadsShared::kAlpha) + (t % kPBuffers) * kHalfHeads;
 #pragma unroll
     for (int h = 0; h < 8; ++h) alpha[h] = alpha_s[head_of(h, quad)];
@@ -400,7 +405,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
     else
       g.run_tiles(acc, run, tiles);
   } else {
-    group1_tiles(acc, shared, free, tiles, lane);
+    group1_tiles(acc, shared, full, free, tiles, lane);
   }
   allow_next_grid();  // the next kernel may launch; a dependent one waits for this grid before it reads
 
