@@ -22,6 +22,11 @@
 #ifndef DEEPINFER_HEADS_OVERLAP
 #define DEEPINFER_HEADS_OVERLAP 0
 #endif
+// DEEPINFER_HEADS_COPIERS=2: two copying warpgroups instead of one (8 warps issuing the cp.async, as
+// the split kernel's copies have); a variant until measured.
+#ifndef DEEPINFER_HEADS_COPIERS
+#define DEEPINFER_HEADS_COPIERS 1
+#endif
 
 namespace deepinfer::model::cuda {
 namespace {
@@ -29,13 +34,14 @@ namespace {
 using namespace attention;
 using namespace sm90;
 
-constexpr int kHalfHeads = 32;                                     // a block's heads
-constexpr int kQTileBytes = kHalfHeads * 128;                      // q's 64-dim column tile: 32 heads x 128 bytes
-constexpr int kPTBytes = kHalfHeads * kKeys * 2;                   // P^T: 32 heads x 64 keys (K-major B: keys along a row)
-constexpr int kStagePitch = kD * 2 + 16;                           // an output row staged (distinct banks for a warp's stores)
-constexpr int kQuarterBytes = 2 * kColumnTileBytes;                // a quarter of a key tile: 64 rows x 128 dims
-constexpr int kSlots = 11;                                         // the ring of quarters: one tile computed on, 1.75 in flight
-constexpr int kConsumers = 256, kHeadsThreads = kConsumers + 128;  // two warpgroups, then the copying one
+constexpr int kHalfHeads = 32;                                             // a block's heads
+constexpr int kQTileBytes = kHalfHeads * 128;                              // q's 64-dim column tile: 32 heads x 128 bytes
+constexpr int kPTBytes = kHalfHeads * kKeys * 2;                           // P^T: 32 heads x 64 keys (K-major B: keys along a row)
+constexpr int kStagePitch = kD * 2 + 16;                                   // an output row staged (distinct banks for a warp's stores)
+constexpr int kQuarterBytes = 2 * kColumnTileBytes;                        // a quarter of a key tile: 64 rows x 128 dims
+constexpr int kSlots = 11;                                                 // the ring of quarters: one tile computed on, 1.75 in flight
+constexpr int kConsumers = 256, kCopiers = 128 * DEEPINFER_HEADS_COPIERS;  // two computing warpgroups, then the copying ones
+constexpr int kHeadsThreads = kConsumers + kCopiers;
 constexpr int kDone = 4;  // the two warpgroups' named barrier at the end (1: group 0's own; 2, 3, 5, 6: the P buffers')
 constexpr int kPBuffers = DEEPINFER_HEADS_OVERLAP ? 2 : 1;  // P^T and the factors: tile t's in buffer t % kPBuffers
 static_assert(kHeadsMaxKeys <= 2 * kHeadsThreads, "find_all_rows: two rows a thread");
@@ -54,9 +60,11 @@ struct HeadsShared {
 static_assert(HeadsShared::kStage + kHalfHeads * kStagePitch <= HeadsShared::kP, "the staged output fits the ring");
 static_assert(HeadsShared::kBytes <= 227 * 1024, "a block's shared memory fits Hopper's");
 
-// A warpgroup's register limit: the copying one gives registers up, the computing ones take them
-// (128 x 56 + 256 x 224 of the 64K).
-constexpr int kCopyRegisters = 56, kComputeRegisters = 224;
+// A warpgroup's register limit: the copying ones give registers up, the computing ones take them
+// (128 x 56 + 256 x 224, or 256 x 40 + 256 x 208, of the 64K).
+constexpr int kCopyRegisters = DEEPINFER_HEADS_COPIERS == 1 ? 56 : 40;
+constexpr int kComputeRegisters = DEEPINFER_HEADS_COPIERS == 1 ? 224 : 208;
+static_assert(kCopiers * kCopyRegisters + kConsumers * kComputeRegisters <= 65536, "the registers fit");
 template <int N>
 __device__ __forceinline__ void lower_registers() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
@@ -113,21 +121,23 @@ __device__ __forceinline__ void find_all_rows(const __nv_bfloat16** rows_s, cons
   }
 }
 
-// The copying warpgroup: quarter n (tile n / 4, dims 128 (n % 4) ..) into ring slot n % kSlots once
-// the slot's previous quarter is released, thread p the 16-byte chunks p % 16 of rows p / 16 + 8 m.
+// The copying warpgroups: quarter n (tile n / 4, dims 128 (n % 4) ..) into ring slot n % kSlots
+// once the slot's previous quarter is released, thread p (of kCopiers) the 16-byte chunks p % 16 of
+// rows p / 16 + (kCopiers / 16) m.
 __device__ __forceinline__ void copy_quarters(unsigned char* ring, const __nv_bfloat16* const* rows_s, const __nv_bfloat16* fallback,
                                               int quarters, uint64_t* full, uint64_t* free, int p) {
+  constexpr int kRowStep = kCopiers / 16, kCopies = kKeys / kRowStep;  // rows apart, copies a thread a quarter
   const int chunk = p % 16;
   for (int n = 0; n < quarters; ++n) {
     const int slot = n % kSlots, use = n / kSlots, t = n / 4, dims = 128 * (n % 4) + 8 * chunk;
-    const __nv_bfloat16* src[8];  // read before the copies: each copy's asm may write memory
+    const __nv_bfloat16* src[kCopies];  // read before the copies: each copy's asm may write memory
 #pragma unroll
-    for (int m = 0; m < 8; ++m) src[m] = rows_s[t * kKeys + 8 * m + p / 16];
+    for (int m = 0; m < kCopies; ++m) src[m] = rows_s[t * kKeys + kRowStep * m + p / 16];
     if (use > 0) wait_barrier(&free[slot], (use - 1) & 1);
     unsigned char* quarter = ring + slot * kQuarterBytes + (chunk / 8) * kColumnTileBytes;
 #pragma unroll
-    for (int m = 0; m < 8 && !(DEEPINFER_HEADS_SKIP & 1); ++m) {
-      const int r = 8 * m + p / 16;
+    for (int m = 0; m < kCopies && !(DEEPINFER_HEADS_SKIP & 1); ++m) {
+      const int r = kRowStep * m + p / 16;
       copy16_async(quarter + swizzled_offset(r, chunk % 8), src[m] != nullptr ? src[m] + dims : fallback, src[m] != nullptr);
     }
     arrive_after_copies(&full[slot]);
@@ -372,7 +382,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
   const int first_head = kHalfHeads * static_cast<int>(blockIdx.y);
   if (threadIdx.x == 0) {
     for (int i = 0; i < kSlots; ++i) {
-      init_barrier(&full[i], 128);
+      init_barrier(&full[i], kCopiers);
       init_barrier(&free[i], 4);
     }
     init_barrier(&free[kSlots], 1);
@@ -381,7 +391,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
   find_all_rows(rows_s, a, k, num_keys);
   __syncthreads();  // the rows and the barriers
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, quad = lane % 4;
-  if (group == 2) {  // a warpgroup's condition: one of threadIdx.x >= kConsumers made ptxas serialize the wgmmas (C7520)
+  if (group >= 2) {  // a warpgroup's condition: one of threadIdx.x >= kConsumers made ptxas serialize the wgmmas (C7520)
     lower_registers<kCopyRegisters>();
     copy_quarters(ring, rows_s, a.q, 4 * tiles, full, free, threadIdx.x - kConsumers);
     return;

@@ -9,8 +9,9 @@
 # the Hopper kernel's per-block timestamps (the points are listed in sparse_attention_sm90.cu),
 # `gather` the key-gathering probe (tests/model/gather_probe.cu: the copies alone, by cp.async, the
 # tensor-memory accelerator and its multicast), `heads` the head-split kernel
-# (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1) and its
-# timing-only builds without its copies, scores or P V, beside the default kernels.
+# (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1 and
+# DEEPINFER_HEADS_COPIERS=2) and its timing-only builds without its copies, scores or P V, beside
+# the default kernels.
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
@@ -65,13 +66,15 @@ if [ $build = 1 ]; then
   done
   build_micro attention_micro || { cat "$out/micro_build.log"; exit 1; }
   grep -E "registers|spill" "$out/micro_build.log" | grep -v "0 bytes spill" | head -20
-  if [ "$mode" = heads ]; then  # the overlapped variant, and without its copies (1), scores (2), P V (4): where its time goes
+  if [ "$mode" = heads ]; then  # the variants, and without its copies (1), scores (2), P V (4): where its time goes
     build_micro heads_overlap -DDEEPINFER_HEADS_OVERLAP=1 || { cat "$out/micro_build.log"; exit 1; }
+    build_micro heads_copiers2 -DDEEPINFER_HEADS_COPIERS=2 || exit 1
+    build_micro heads_copiers2_overlap -DDEEPINFER_HEADS_COPIERS=2 -DDEEPINFER_HEADS_OVERLAP=1 || exit 1
     for skip in 1 2 4 6; do build_micro heads_skip$skip -DDEEPINFER_HEADS_SKIP=$skip || exit 1; done
     grep -E "registers|spill" "$out/micro_build.log" | grep -v "0 bytes spill" | sort | uniq -c
   fi
   [ "$mode" = trace ] && { build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1; }
-  if [ "$mode" = gather ]; then
+  if [ "$mode" = gather ] || [ "$mode" = heads ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/gather_probe.cu -o build-micro/gather_probe >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
   fi
@@ -80,11 +83,12 @@ fi
 
 if [ "$mode" = heads ]; then  # each line beside the default kernels' (the split kernel) in the same call
   for shape in "64 csa" "256 csa" "1 csa" "64 swa"; do
-    for v in "attention_micro 0" "attention_micro 1" "heads_overlap 1"; do
+    for v in "attention_micro 0" "attention_micro 1" "heads_overlap 1" "heads_copiers2 1" "heads_copiers2_overlap 1"; do
       set -- $shape $v
       echo "$3 --head-split $4: $(build-micro/$3 attention --batch $1 --context 32768 --layer $2 --head-split $4 | tr '\n' ' ')"
     done
   done
+  build-micro/gather_probe --rows 64  # its copies alone: all-cp.async-4w
   for skip in 1 2 4 6; do
     echo "heads_skip$skip: $(build-micro/heads_skip$skip attention --batch 64 --context 32768 --layer csa --head-split 1 | head -1)"
   done

@@ -11,6 +11,8 @@
 //   all-multicast  a cluster of the pair's two blocks: each block asks for half of every tile's rows,
 //                  multicast to both (each row read from L2 once, landing in both blocks)
 //   half-tma-8, all-tma-8  the boxes issued by all 8 warps instead of one
+//   all-cp.async-4w  all 10 tiles by cp.async issued by 4 warps (one a scheduler), as the head-split
+//                  kernel's copying warpgroup does (model/cuda/sparse_attention_heads.cu)
 // Every block keeps 2 tiles in flight (3 buffers of 64 KB); a landed tile is "used" by XORing one
 // word a thread into a result. Rows are random among 256 MB of rows (beyond the L2), a new set of
 // rows each launch; timing: 20 launches in a CUDA graph, the best of 5 replays after a warm-up one.
@@ -35,8 +37,14 @@ namespace {
 constexpr int kThreads = 256, kTileRows = 64, kRowBytes = 1024, kTileBytes = kTileRows * kRowBytes, kBuffers = 3;
 constexpr int kLaunches = 20, kSets = 4;
 constexpr int64_t kPoolRows = (int64_t{256} << 20) / kRowBytes;
-enum Pattern { kHalfCpAsync, kHalfTma, kAllCpAsync, kAllTma, kAllMulticast, kHalfTma8, kAllTma8, kPatterns };
-const char* const kNames[kPatterns] = {"half-cp.async", "half-tma", "all-cp.async", "all-tma", "all-multicast", "half-tma-8", "all-tma-8"};
+enum Pattern { kHalfCpAsync, kHalfTma, kAllCpAsync, kAllTma, kAllMulticast, kHalfTma8, kAllTma8, kAllCpAsync4, kPatterns };
+const char* const kNames[kPatterns] = {"half-cp.async", "half-tma",   "all-cp.async", "all-tma",
+                                       "all-multicast", "half-tma-8", "all-tma-8",    "all-cp.async-4w"};
+
+// Whether each block of the pattern brings all of a row's 640 keys (else its half).
+__host__ __device__ bool all_keys(int p) {
+  return p == kAllCpAsync || p == kAllTma || p == kAllMulticast || p == kAllTma8 || p == kAllCpAsync4;
+}
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -55,21 +63,33 @@ struct Args {
   int pattern;
 };
 
+// Tile t's rows by 16-byte cp.async from `Warps` warps (warp w copies rows w k .. w k + k - 1,
+// k = 64 / Warps, half a row a copy), each thread's copies arriving on `full` once landed.
+template <int Warps>
+__device__ __forceinline__ void copy_rows(const Args& a, const int32_t* list, int t, uint8_t* dst, uint64_t* full, int warp, int lane) {
+  constexpr int kRows = kTileRows / Warps;
+#pragma unroll
+  for (int j = 0; j < 2 * kRows; ++j) {
+    const int r = kRows * warp + j / 2, chunk = (j % 2) * 32 + lane, c = chunk / 8, q = chunk % 8;
+    const uint8_t* src = a.pool + int64_t{list[t * kTileRows + r]} * kRowBytes + chunk * 16;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst + c * 8192 + r * 128 + ((q ^ (r % 8)) << 4))),
+                 "l"(src)
+                 : "memory");
+  }
+  arrive_after_copies(full);
+}
+
 // Tile t of the block's list into `dst` (swizzled as the kernel's column tiles: column tile c of row
 // r at c 8 KB + r 128, 16-byte chunk q at q ^ (r % 8)).
 __device__ __forceinline__ void copy_tile(const Args& a, const CUtensorMap* map, const int32_t* list, int t, uint8_t* dst, uint64_t* full,
                                           bool multicast, int rank) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (a.pattern == kHalfCpAsync || a.pattern == kAllCpAsync) {
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {  // warp w: rows 8 w .. 8 w + 7, 16 bytes a lane a copy
-      const int r = 8 * warp + j / 2, chunk = (j % 2) * 32 + lane, c = chunk / 8, q = chunk % 8;
-      const uint8_t* src = a.pool + int64_t{list[t * kTileRows + r]} * kRowBytes + chunk * 16;
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(dst + c * 8192 + r * 128 + ((q ^ (r % 8)) << 4))),
-                   "l"(src)
-                   : "memory");
-    }
-    arrive_after_copies(full);
+    copy_rows<8>(a, list, t, dst, full, warp, lane);
+    return;
+  }
+  if (a.pattern == kAllCpAsync4) {
+    if (warp < 4) copy_rows<4>(a, list, t, dst, full, warp, lane);
     return;
   }
   // The tensor-memory accelerator: warp 0's lanes issue a row's 8 boxes each (2 rows a lane), or
@@ -114,13 +134,13 @@ __global__ void __launch_bounds__(kThreads, 1) gather_kernel(const Args a, const
   uint8_t* tiles = shared_raw + ((1024 - (shared_address(shared_raw) & 1023)) & 1023);
   uint64_t* full = reinterpret_cast<uint64_t*>(tiles + kBuffers * kTileBytes);
   const int pair = blockIdx.x / 2, rank = blockIdx.x % 2;
-  const bool all = a.pattern == kAllCpAsync || a.pattern == kAllTma || a.pattern == kAllMulticast || a.pattern == kAllTma8;
+  const bool all = all_keys(a.pattern);
   const bool multicast = a.pattern == kAllMulticast;
   const int tiles_n = all ? 10 : 5;
   const int32_t* list = a.rows + int64_t{pair} * 640 + (all ? 0 : rank * 320);
-  const bool tma = a.pattern != kHalfCpAsync && a.pattern != kAllCpAsync;
+  const bool tma = a.pattern != kHalfCpAsync && a.pattern != kAllCpAsync && a.pattern != kAllCpAsync4;
   if (threadIdx.x == 0)
-    for (int b = 0; b < kBuffers; ++b) init_barrier(&full[b], tma ? 1 : kThreads);
+    for (int b = 0; b < kBuffers; ++b) init_barrier(&full[b], tma ? 1 : a.pattern == kAllCpAsync4 ? 128 : kThreads);
   __syncthreads();
   if (multicast) cluster_sync();  // both blocks' barriers set up before either's copies land
   uint32_t acc = 0;
@@ -224,7 +244,7 @@ int main(int argc, char** argv) {
       if (r > 0) best = std::min(best, ms);
     }
     const double us = best * 1e3 / kLaunches;
-    const bool all = p == kAllCpAsync || p == kAllTma || p == kAllMulticast || p == kAllTma8;
+    const bool all = all_keys(p);
     const double into_sms = double(2 * rows) * (all ? 10 : 5) * kTileBytes, from_l2 = p == kAllMulticast ? into_sms / 2 : into_sms;
     const double distinct = double(rows) * 10 * kTileBytes;
     std::printf("  %-14s %7.2f us a launch: %6.1f GB/s a block, %5.2f TB/s into the SMs, %5.2f TB/s from L2, %5.2f TB/s of distinct rows\n",
