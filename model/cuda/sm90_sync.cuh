@@ -1,7 +1,8 @@
 #pragma once
-// Hopper (sm_90) synchronization for model/cuda/sparse_attention_sm90.cu: thread-block cluster
-// barriers and stores into another block's shared memory, named barriers between warpgroups,
-// and mbarriers that cp.async copies arrive on. Device code only, no torch types.
+// Hopper (sm_90) synchronization for model/cuda/sparse_attention_sm90.cu and
+// sparse_attention_heads.cu: thread-block cluster barriers and stores into another block's shared
+// memory, named barriers between warpgroups, warpgroups' register limits, and mbarriers that
+// cp.async copies arrive on. Device code only, no torch types.
 
 #include <cstdint>
 
@@ -40,6 +41,20 @@ __device__ __forceinline__ void sync_groups() {
 template <int id>
 __device__ __forceinline__ void arrive_groups() {
   asm volatile("bar.arrive %0, 256;\n" ::"n"(id) : "memory");
+}
+// The same with the barrier's id in a register (ptxas then reserves all 16 barriers).
+__device__ __forceinline__ void sync_groups(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void arrive_groups(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
+
+// A warpgroup's register limit (setmaxnreg, executed by the whole warpgroup): lowered by one that
+// gives registers up, raised by one that takes them (it waits until the block has them free).
+template <int N>
+__device__ __forceinline__ void lower_registers() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void raise_registers() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
 // A key buffer's mbarrier: its phase completes once each of the `count` threads that copy a tile

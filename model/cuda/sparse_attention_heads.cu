@@ -65,14 +65,6 @@ static_assert(HeadsShared::kBytes <= 227 * 1024, "a block's shared memory fits H
 constexpr int kCopyRegisters = DEEPINFER_HEADS_COPIERS == 1 ? 56 : 40;
 constexpr int kComputeRegisters = DEEPINFER_HEADS_COPIERS == 1 ? 224 : 208;
 static_assert(kCopiers * kCopyRegisters + kConsumers * kComputeRegisters <= 65536, "the registers fit");
-template <int N>
-__device__ __forceinline__ void lower_registers() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void raise_registers() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
 
 // Group 0's barrier (its 128 threads).
 __device__ __forceinline__ void sync_group0() { asm volatile("bar.sync 1, 128;\n" ::: "memory"); }
@@ -87,8 +79,6 @@ __device__ __forceinline__ void sync_group0() { asm volatile("bar.sync 1, 128;\n
 // comes after warpgroup 0's wait on free b.
 __device__ __forceinline__ int ready_barrier(int t) { return 2 + 4 * (t % kPBuffers); }
 __device__ __forceinline__ int free_barrier(int t) { return 3 + 2 * (t % kPBuffers); }
-__device__ __forceinline__ void arrive_named(int id) { asm volatile("bar.arrive %0, 256;\n" ::"r"(id) : "memory"); }
-__device__ __forceinline__ void sync_named(int id) { asm volatile("bar.sync %0, 256;\n" ::"r"(id) : "memory"); }
 
 // q's 32 heads of the block (`first_head` on) by the tensor-memory accelerator, eight 64-dim
 // column tiles of 4 KB, completing on `barrier`.
@@ -301,7 +291,8 @@ struct Group0 {
       for (int h = 0; h < 8; ++h) alpha_s(t)[head_of(h, quad)] = alpha[h];
     }
     fence_async_shared();  // P^T's writes, for the tensor cores' reads
-    arrive_named(ready_barrier(t));
+    arrive_groups(ready_barrier(t));
+    sync_group0();  // every warp's keys of P^T written: each warp's wgmmas read all four warps' keys
   }
 
   // One tile after the other: scores, softmax, P V.
@@ -309,7 +300,7 @@ struct Group0 {
     for (int t = 0; t < tiles; ++t) {
       float s[16], alpha[8];
       score_keys(s, shared + HeadsShared::kQ, ring(), full, t);
-      if (t >= kPBuffers) sync_named(free_barrier(t));  // warpgroup 1 is done with tile t - kPBuffers's P^T and factors
+      if (t >= kPBuffers) sync_groups(free_barrier(t));  // warpgroup 1 is done with tile t - kPBuffers's P^T and factors
       softmax(s, t, run, alpha);
       add_values(acc, alpha, p_s(t), ring(), t, 0);
       release_quarters(free, t, 0, lane);
@@ -332,7 +323,7 @@ struct Group0 {
       wgmma_commit();
       wgmma_wait<1>();  // the scores
       wgmma_settle(s);
-      if (t + 1 >= kPBuffers) sync_named(free_barrier(t + 1));  // warpgroup 1 is done with tile t - 1's P^T and factors
+      if (t + 1 >= kPBuffers) sync_groups(free_barrier(t + 1));  // warpgroup 1 is done with tile t - 1's P^T and factors
       softmax(s, t + 1, run, alpha);
       wgmma_wait<0>();  // P V
       settle_values(acc);
@@ -353,14 +344,14 @@ __device__ __forceinline__ void group1_tiles(float (&acc)[4][16], unsigned char*
   const int quad = lane % 4;
   for (int t = 0; t < tiles; ++t) {
     float alpha[8];
-    sync_named(ready_barrier(t));
+    sync_groups(ready_barrier(t));
     wait_quarter(full, t, 2);
     wait_quarter(full, t, 3);
     const float* alpha_s = reinterpret_cast<const float*>(shared + HeadsShared::kAlpha) + (t % kPBuffers) * kHalfHeads;
 #pragma unroll
     for (int h = 0; h < 8; ++h) alpha[h] = alpha_s[head_of(h, quad)];
     add_values(acc, alpha, shared + HeadsShared::kP + (t % kPBuffers) * kPTBytes, shared + HeadsShared::kRing, t, 4);
-    if (t + kPBuffers < tiles) arrive_named(free_barrier(t));  // warpgroup 0 may write this buffer again
+    if (t + kPBuffers < tiles) arrive_groups(free_barrier(t));  // warpgroup 0 may write this buffer again
     release_quarters(free, t, 2, lane);
   }
 }
@@ -471,6 +462,15 @@ bool sm90_heads_attention_supported(const SparseAttentionArgs& a) {
 }
 
 cudaError_t sm90_heads_attention(const SparseAttentionArgs& a, unsigned rows, cudaStream_t stream) {
+  // The warpgroups' setmaxnreg moves registers within what the launch gives the block: if ptxas
+  // gave the kernel fewer, raising them would wait forever, so refuse the launch instead.
+  static const cudaError_t registers = [] {
+    cudaFuncAttributes attributes;
+    if (const cudaError_t e = cudaFuncGetAttributes(&attributes, heads_kernel); e != cudaSuccess) return e;
+    const bool enough = attributes.numRegs * kHeadsThreads >= kCopiers * kCopyRegisters + kConsumers * kComputeRegisters;
+    return enough ? cudaSuccess : cudaErrorInvalidConfiguration;
+  }();
+  if (registers != cudaSuccess) return registers;
   CUtensorMap q_map;
   if (const cudaError_t made = sm90_q_tensor_map(a, kHalfHeads, q_map); made != cudaSuccess) return made;
   const cudaError_t configured = cudaFuncSetAttribute(heads_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, HeadsShared::kBytes);
