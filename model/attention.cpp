@@ -100,7 +100,8 @@ void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const Seq
                           .sink = info.sink,
                           .len = L,
                           .ratio = info.ratio,
-                          .max_entries = E};
+                          .max_entries = E,
+                          .head_split = options.head_split};
   if (info.csa && E > info.topk) {
     const bool in_place = cuda::index_scores_supported(queries.index_q, cache.index_keys);
     GroupKeys keys;

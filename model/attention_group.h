@@ -34,6 +34,9 @@ struct AttentionLayer {
 
 struct AttentionOptions {
   int64_t query_tile = 256;  // queries per gathered-key tile (bounds the [tile, W + k, d] gathers)
+  // In-place attention: the Hopper head-split kernel where it applies (cuda::PagedAttention::
+  // head_split: CSA and window-only layers). A kernel under test: off unless a caller sets it.
+  bool head_split = false;
   // Observer (".q_residual", ".q_proj", ".kv_normed", compressor ".entries", ".o", ".z" under
   // "layers.L.attn.") and part clock (forward_hooks.h); DeepseekV4Model sets them from its Options.
   const ForwardHooks* hooks = nullptr;

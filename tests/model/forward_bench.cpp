@@ -4,6 +4,7 @@
 //   forward_bench --config configs/models/tiny.json [--device cuda|cpu] [--batch 64]
 //                 [--context 512] [--iters 20] [--warmup 3] [--prefill-chunk 8192]
 //                 [--breakdown 1] [--hbm-tbps 4.3] [--tflops 790] [--attention gathered|paged]
+//                 [--head-split 1]
 //
 // Random weights (random_weights.h, in the storage format the config announces as random: does,
 // bfloat16 on CUDA, float32 on the CPU); sequence 0 is prefilled with --context random tokens in
@@ -15,6 +16,8 @@
 // step's roofline floor (model/step_cost.h), the operator calls per step (outermost ones,
 // counted through at::RecordFunction), and with --breakdown 1 the device time of each part of a
 // step (engine/part_timer.h). A cache that does not fit is reported and the run skipped.
+// --head-split 1 runs the Hopper head-split attention kernel under test where it applies
+// (AttentionOptions::head_split).
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
@@ -62,7 +65,8 @@ struct Args {
   int warmup = 3;
   int64_t prefill_chunk = 8192;
   bool breakdown = false;
-  bool gathered = false;  // --attention gathered: attention and compressor on the ATen path, not the kernels
+  bool gathered = false;    // --attention gathered: attention and compressor on the ATen path, not the kernels
+  bool head_split = false;  // --head-split 1: AttentionOptions::head_split
   double bytes_per_s = 4.3e12;
   double flops_per_s = 790e12;
 };
@@ -96,6 +100,8 @@ Args parse(int argc, char** argv) {
       a.prefill_chunk = std::stoll(value);
     else if (key == "--attention")
       a.gathered = value == "gathered";
+    else if (key == "--head-split")
+      a.head_split = value != "0";
     else if (key == "--breakdown")
       a.breakdown = value != "0";
     else if (key == "--hbm-tbps")
@@ -316,12 +322,16 @@ int run(const Args& a) {
   options.clock = &tracker;
   static const GatheredAttention gathered;
   if (a.gathered) options.arithmetic = &gathered;
-  std::printf("attention: %s\n",
-              a.gathered || !model::Arithmetic::official().attends_in_place(
-                                at::empty({1, s.config.num_heads, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)),
-                                at::empty({1, s.config.sliding_window, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)))
-                  ? "over gathered keys; compressor, mHC sites, norms and RoPE in ATen ops"
-                  : "in place (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu); compressor, mHC and norm + RoPE kernels");
+  options.attention.head_split = a.head_split;
+  const bool in_place =
+      !a.gathered && model::Arithmetic::official().attends_in_place(
+                         at::empty({1, s.config.num_heads, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)),
+                         at::empty({1, s.config.sliding_window, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)));
+  std::printf("attention: %s%s\n",
+              in_place
+                  ? "in place (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu); compressor, mHC and norm + RoPE kernels"
+                  : "over gathered keys; compressor, mHC sites, norms and RoPE in ATen ops",
+              in_place && a.head_split ? "; the head-split kernel where it applies (CSA, SWA on Hopper)" : "");
   s.model = std::make_unique<model::DeepseekV4Model>(*s.weights, *s.comm, options);
   s.prefill();
   for (int64_t batch : a.batches) {
