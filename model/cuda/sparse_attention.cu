@@ -444,11 +444,7 @@ int64_t rows_per_launch(const SparseAttentionArgs& a) {
 template <int D>
 cudaError_t launch(const SparseAttentionArgs& args, cudaStream_t stream) {
   const int64_t rows = args.num_seqs * args.len;
-  if (D == 512 && args.head_split && sm90_heads_attention_supported(args)) {  // Hopper, CSA and the window alone: no split, no merge
-    SparseAttentionArgs a = args;
-    a.first_query = 0;
-    return sm90_heads_attention(a, static_cast<unsigned>(rows), stream);
-  }
+  if (D == 512 && args.head_split && sm90_heads_attention_supported(args)) return sm90_heads_attention(args, stream);  // no split, no merge
   if (uses_splits(args)) {
     const bool hopper = D == 512 && sm90_attention_supported(args);  // the same splits, on wgmma
     const int64_t max_splits = max_splits_of(args);

@@ -461,7 +461,9 @@ bool sm90_heads_attention_supported(const SparseAttentionArgs& a) {
   return fixed_keys && keys <= kHeadsMaxKeys && sm90_attention_supported(a);
 }
 
-cudaError_t sm90_heads_attention(const SparseAttentionArgs& a, unsigned rows, cudaStream_t stream) {
+cudaError_t sm90_heads_attention(const SparseAttentionArgs& args, cudaStream_t stream) {
+  SparseAttentionArgs a = args;
+  a.first_query = 0;
   // The warpgroups' setmaxnreg moves registers within what the launch gives the block: if ptxas
   // gave the kernel fewer, raising them would wait forever, so refuse the launch instead.
   static const cudaError_t registers = [] {
@@ -476,7 +478,7 @@ cudaError_t sm90_heads_attention(const SparseAttentionArgs& a, unsigned rows, cu
   const cudaError_t configured = cudaFuncSetAttribute(heads_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, HeadsShared::kBytes);
   if (configured != cudaSuccess) return configured;
   cudaLaunchConfig_t config = {};
-  config.gridDim = dim3(rows, 2);
+  config.gridDim = dim3(static_cast<unsigned>(a.num_seqs * a.len), 2);
   config.blockDim = dim3(kHeadsThreads);
   config.dynamicSmemBytes = HeadsShared::kBytes;
   config.stream = stream;

@@ -28,7 +28,7 @@ constexpr int kHeadsMaxKeys = 640;
 // picks within kHeadsMaxKeys.
 bool sm90_heads_attention_supported(const SparseAttentionArgs& a);
 
-// One launch over rows a.first_query .. + rows - 1, two blocks per row.
-cudaError_t sm90_heads_attention(const SparseAttentionArgs& a, unsigned rows, cudaStream_t stream);
+// One launch over every row of the call (a.first_query ignored), two blocks per row.
+cudaError_t sm90_heads_attention(const SparseAttentionArgs& args, cudaStream_t stream);
 
 }  // namespace deepinfer::model::cuda
