@@ -25,6 +25,22 @@ using namespace sm90;
 
 constexpr int kPReady = 1, kPFree = 2, kKeysFree = 3;  // the named barriers (sm90_sync.cuh)
 
+// Warp `warp` (of the block's 8) copies its 8 of a tile's 64 rows, rows 8 warp .. 8 warp + 7 of
+// 512 bfloat16, into a swizzled tile, half a row per copy: row r from rows[r] (null: zeros, the
+// readable `fallback` standing in for the address).
+__device__ __forceinline__ void copy_strip(unsigned char* tile, const __nv_bfloat16* const* rows, const __nv_bfloat16* fallback, int warp,
+                                           int lane) {
+  const __nv_bfloat16* src[8];  // read before the copies: each copy's asm may write memory, so none could be read between them
+#pragma unroll
+  for (int i = 0; i < 8; ++i) src[i] = rows[8 * warp + i];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const int r = j / 2, c = (j % 2) * 32 + lane;
+    copy16_async(tile + (c / 8) * kColumnTileBytes + swizzled_offset(8 * warp + r, c % 8), src[r] != nullptr ? src[r] + c * 8 : fallback,
+                 src[r] != nullptr);
+  }
+}
+
 // The row's q by the tensor-memory accelerator: q_map views q as [rows][heads][512] bfloat16 with
 // boxes of 64 dims x 64 heads, 128-byte swizzled (the column tiles' layout, swizzled_offset()), heads
 // past a.heads filled with zeros; the eight boxes complete on `barrier`.

@@ -1,12 +1,9 @@
 #pragma once
-// The Hopper attention kernels' shapes (model/cuda/sparse_attention_sm90.cu): threads, tile sizes,
-// the shared-memory layout, what one thread holds of its block's split, and the key copies the
-// head-split kernel (sparse_attention_heads.cu) shares. Internal: included by those files and the
-// split kernel's merge (sparse_attention_sm90_merge.cuh) alone.
+// The Hopper attention kernel's shapes (model/cuda/sparse_attention_sm90.cu): threads, tile sizes,
+// the shared-memory layout, and what one thread holds of its block's split. Internal: included by
+// that file and its merge (sparse_attention_sm90_merge.cuh) alone.
 
-#include "model/cuda/mma.cuh"
 #include "model/cuda/sparse_attention_keys.cuh"
-#include "model/cuda/wgmma.cuh"
 
 namespace deepinfer::model::cuda::sm90 {
 
@@ -40,21 +37,5 @@ __device__ __forceinline__ int share_begin(int split, int splits, int heads) { r
 struct Part {
   int r0, r1, d0, quad, group;
 };
-
-// Warp `warp` (of the block's 8) copies its 8 of a tile's 64 rows, rows 8 warp .. 8 warp + 7 of
-// 512 bfloat16, into a swizzled tile, half a row per copy: row r from rows[r] (null: zeros, the
-// readable `fallback` standing in for the address).
-__device__ __forceinline__ void copy_strip(unsigned char* tile, const __nv_bfloat16* const* rows, const __nv_bfloat16* fallback, int warp,
-                                           int lane) {
-  const __nv_bfloat16* src[8];  // read before the copies: each copy's asm may write memory, so none could be read between them
-#pragma unroll
-  for (int i = 0; i < 8; ++i) src[i] = rows[8 * warp + i];
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const int r = j / 2, c = (j % 2) * 32 + lane;
-    copy16_async(tile + (c / 8) * kColumnTileBytes + swizzled_offset(8 * warp + r, c % 8), src[r] != nullptr ? src[r] + c * 8 : fallback,
-                 src[r] != nullptr);
-  }
-}
 
 }  // namespace deepinfer::model::cuda::sm90
