@@ -2,49 +2,32 @@
 
 #include <cuda.h>
 
-#include "model/cuda/mma.cuh"
-#include "model/cuda/sm90_bulk.cuh"
-#include "model/cuda/sm90_sync.cuh"
-#include "model/cuda/sparse_attention_keys.cuh"
+#include "model/cuda/sparse_attention_heads_ring.cuh"
 #include "model/cuda/sparse_attention_sm90.h"
-#include "model/cuda/sparse_attention_sm90_layout.cuh"
-#include "model/cuda/wgmma.cuh"
 
-// Timing only (tests/gpu/kernel_micro.sh heads): a build with DEEPINFER_HEADS_SKIP set leaves out its
-// key copies (1: the quarters' barriers still complete), its scores (2) or its P V (4); the output
-// is then wrong. Default builds skip nothing.
-#ifndef DEEPINFER_HEADS_SKIP
-#define DEEPINFER_HEADS_SKIP 0
-#endif
 // DEEPINFER_HEADS_OVERLAP=1: warpgroup 0 issues tile t + 1's scores before tile t's P V and runs
 // the softmax of t + 1 while the tensor cores add t (P^T and the factors double-buffered); the same
 // arithmetic in the same order, so the same bits. A variant until measured (kernel_micro.sh heads).
 #ifndef DEEPINFER_HEADS_OVERLAP
 #define DEEPINFER_HEADS_OVERLAP 0
 #endif
-// DEEPINFER_HEADS_COPIERS=2: two copying warpgroups instead of one (8 warps issuing the cp.async, as
-// the split kernel's copies have); a variant until measured.
-#ifndef DEEPINFER_HEADS_COPIERS
-#define DEEPINFER_HEADS_COPIERS 1
-#endif
+// DEEPINFER_SM90_TRACE=1 (kernel_micro.sh trace): each warpgroup's first thread stamps points 0
+// entry, 1 the rows found, 2 q in (the computing groups), then for tile t < 11 at 4 + 5 t + {group 0:
+// 0 its quarters in, 1 scores done, 2 P buffer free, 3 P^T handed over, 4 P V done; group 1: 0 P^T
+// ready, 1 its quarters in, 4 P V done; the copiers: 0 the tile's first slot free, 1 its last
+// quarter's copies issued}, 60 tiles done, 61 and 62 the end's barriers, 63 exit.
 
 namespace deepinfer::model::cuda {
 namespace {
 
 using namespace attention;
 using namespace sm90;
+using namespace heads;
 
-constexpr int kHalfHeads = 32;                                             // a block's heads
-constexpr int kQTileBytes = kHalfHeads * 128;                              // q's 64-dim column tile: 32 heads x 128 bytes
-constexpr int kPTBytes = kHalfHeads * kKeys * 2;                           // P^T: 32 heads x 64 keys (K-major B: keys along a row)
-constexpr int kStagePitch = kD * 2 + 16;                                   // an output row staged (distinct banks for a warp's stores)
-constexpr int kQuarterBytes = 2 * kColumnTileBytes;                        // a quarter of a key tile: 64 rows x 128 dims
-constexpr int kSlots = 11;                                                 // the ring of quarters: one tile computed on, 1.75 in flight
-constexpr int kConsumers = 256, kCopiers = 128 * DEEPINFER_HEADS_COPIERS;  // two computing warpgroups, then the copying ones
-constexpr int kHeadsThreads = kConsumers + kCopiers;
+constexpr int kPTBytes = kHalfHeads * kKeys * 2;  // P^T: 32 heads x 64 keys (K-major B: keys along a row)
+constexpr int kStagePitch = kD * 2 + 16;          // an output row staged (distinct banks for a warp's stores)
 constexpr int kDone = 4;  // the two warpgroups' named barrier at the end (1: group 0's own; 2, 3, 5, 6: the P buffers')
 constexpr int kPBuffers = DEEPINFER_HEADS_OVERLAP ? 2 : 1;  // P^T and the factors: tile t's in buffer t % kPBuffers
-static_assert(kHeadsMaxKeys <= 2 * kHeadsThreads, "find_all_rows: two rows a thread");
 
 struct HeadsShared {
   static constexpr int kQ = 0, kRing = kD * kHalfHeads * 2, kP = kRing + kSlots * kQuarterBytes;  // P: [buffer] P^T
@@ -80,83 +63,6 @@ __device__ __forceinline__ void sync_group0() { asm volatile("bar.sync 1, 128;\n
 __device__ __forceinline__ int ready_barrier(int t) { return 2 + 4 * (t % kPBuffers); }
 __device__ __forceinline__ int free_barrier(int t) { return 3 + 2 * (t % kPBuffers); }
 
-// q's 32 heads of the block (`first_head` on) by the tensor-memory accelerator, eight 64-dim
-// column tiles of 4 KB, completing on `barrier`.
-__device__ __forceinline__ void load_q_half(unsigned char* q_s, const CUtensorMap* q_map, int64_t row, int first_head, uint64_t* barrier) {
-  arrive_expect_bytes(barrier, kD * kHalfHeads * 2);
-#pragma unroll
-  for (int c = 0; c < kD / 64; ++c) {
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(
-                     shared_address(q_s + c * kQTileBytes)),
-                 "l"(reinterpret_cast<uint64_t>(q_map)), "r"(64 * c), "r"(first_head), "r"(static_cast<int>(row)),
-                 "r"(shared_address(barrier))
-                 : "memory");
-  }
-}
-
-// Every key row of the row into rows_s (null past its keys), by all threads, two a thread at
-// most, every lookup out before the first store.
-__device__ __forceinline__ void find_all_rows(const __nv_bfloat16** rows_s, const SparseAttentionArgs& a, const QueryKeys& k,
-                                              int num_keys) {
-  const __nv_bfloat16* found[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int j = threadIdx.x + i * kHeadsThreads;
-    found[i] = j < num_keys ? key_row<kD>(a, k, j) : nullptr;
-  }
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int j = threadIdx.x + i * kHeadsThreads;
-    if (j < kHeadsMaxKeys) rows_s[j] = found[i];
-  }
-}
-
-// The copying warpgroups: quarter n (tile n / 4, dims 128 (n % 4) ..) into ring slot n % kSlots
-// once the slot's previous quarter is released, thread p (of kCopiers) the 16-byte chunks p % 16 of
-// rows p / 16 + (kCopiers / 16) m.
-__device__ __forceinline__ void copy_quarters(unsigned char* ring, const __nv_bfloat16* const* rows_s, const __nv_bfloat16* fallback,
-                                              int quarters, uint64_t* full, uint64_t* free, int p) {
-  constexpr int kRowStep = kCopiers / 16, kCopies = kKeys / kRowStep;  // rows apart, copies a thread a quarter
-  const int chunk = p % 16;
-  for (int n = 0; n < quarters; ++n) {
-    const int slot = n % kSlots, use = n / kSlots, t = n / 4, dims = 128 * (n % 4) + 8 * chunk;
-    const __nv_bfloat16* src[kCopies];  // read before the copies: each copy's asm may write memory
-#pragma unroll
-    for (int m = 0; m < kCopies; ++m) src[m] = rows_s[t * kKeys + kRowStep * m + p / 16];
-    if (use > 0) wait_barrier(&free[slot], (use - 1) & 1);
-    unsigned char* quarter = ring + slot * kQuarterBytes + (chunk / 8) * kColumnTileBytes;
-#pragma unroll
-    for (int m = 0; m < kCopies && !(DEEPINFER_HEADS_SKIP & 1); ++m) {
-      const int r = kRowStep * m + p / 16;
-      copy16_async(quarter + swizzled_offset(r, chunk % 8), src[m] != nullptr ? src[m] + dims : fallback, src[m] != nullptr);
-    }
-    arrive_after_copies(&full[slot]);
-  }
-  commit_copies();
-  wait_copies<0>();  // none in flight when the thread leaves
-}
-
-// Column tile c (dims 64 c ..) of tile t's keys in the ring.
-__device__ __forceinline__ const unsigned char* column_tile(const unsigned char* ring, int t, int c) {
-  return ring + ((4 * t + c / 2) % kSlots) * kQuarterBytes + (c % 2) * kColumnTileBytes;
-}
-
-// Waits for quarter q of tile t to land, for the tensor cores' reads.
-__device__ __forceinline__ void wait_quarter(uint64_t* full, int t, int q) {
-  const int n = 4 * t + q;
-  wait_barrier(&full[n % kSlots], (n / kSlots) & 1);
-  fence_async_shared();
-}
-
-// A warp's release of quarters q0 and q0 + 1 of tile t, its wgmmas on them done.
-__device__ __forceinline__ void release_quarters(uint64_t* free, int t, int q0, int lane) {
-  __syncwarp();
-  if (lane == 0) {
-    arrive(&free[(4 * t + q0) % kSlots]);
-    arrive(&free[(4 * t + q0 + 1) % kSlots]);
-  }
-}
-
 // Issues S^T (the tile's 64 keys x 32 heads) += K q^T over the 512 dims, k16 steps in order (the
 // caller fences before and commits after).
 __device__ __forceinline__ void issue_scores(float (&s)[16], const unsigned char* q_s, const unsigned char* ring, int t) {
@@ -172,6 +78,7 @@ __device__ __forceinline__ void issue_scores(float (&s)[16], const unsigned char
 __device__ __forceinline__ void prepare_scores(float (&s)[16], uint64_t* full, int t) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) wait_quarter(full, t, q);
+  if (DEEPINFER_HEADS_FENCE_ONCE) fence_async_shared();
 #pragma unroll
   for (int i = 0; i < 16; ++i) s[i] = 0.0f;
   wgmma_settle(s);
@@ -180,6 +87,7 @@ __device__ __forceinline__ void prepare_scores(float (&s)[16], uint64_t* full, i
 // S^T of tile t, waited for.
 __device__ __forceinline__ void score_keys(float (&s)[16], const unsigned char* q_s, const unsigned char* ring, uint64_t* full, int t) {
   prepare_scores(s, full, t);
+  trace_tile(t, 0);
   wgmma_fence();
   issue_scores(s, q_s, ring, t);
   wgmma_commit();
@@ -211,19 +119,20 @@ __device__ __forceinline__ void softmax_keys(float (&s)[16], bool valid0, bool v
     m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 4));
     m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 8));
     m[h] = fmaxf(m[h], __shfl_xor_sync(0xffffffffu, m[h], 16));
-    if (lane < 4) red[head_of(h, quad) * 4 + warp] = m[h];
+    if (lane < 4 && !(DEEPINFER_HEADS_SKIP & 8)) red[head_of(h, quad) * 4 + warp] = m[h];
   }
-  sync_group0();
+  if (!(DEEPINFER_HEADS_SKIP & 8)) sync_group0();
 #pragma unroll
   for (int h = 0; h < 8; ++h) {
     const int c = head_of(h, quad), i = 4 * (h / 2) + h % 2;
-    const float4 w = *reinterpret_cast<const float4*>(red + c * 4);
+    const float4 w = DEEPINFER_HEADS_SKIP & 8 ? make_float4(m[h], m[h], m[h], m[h]) : *reinterpret_cast<const float4*>(red + c * 4);
     const float next = fmaxf(run.max[h], fmaxf(fmaxf(w.x, w.y), fmaxf(w.z, w.w)));
     const float base = next == -INFINITY ? 0.0f : next;  // no valid key yet: every p is 0
     alpha[h] = exp2f(run.max[h] - base);
     run.max[h] = next;
     const float p0 = exp2f(s[i] - base), p1 = exp2f(s[i + 2] - base);
     run.sum[h] = run.sum[h] * alpha[h] + (p0 + p1);
+    if (DEEPINFER_HEADS_SKIP & 16) continue;
     *reinterpret_cast<__nv_bfloat16*>(p_s + swizzled_offset(c, k0 / 8) + (k0 % 8) * 2) = __float2bfloat16_rn(p0);
     *reinterpret_cast<__nv_bfloat16*>(p_s + swizzled_offset(c, k0 / 8 + 1) + (k0 % 8) * 2) = __float2bfloat16_rn(p1);
   }
@@ -300,9 +209,13 @@ struct Group0 {
     for (int t = 0; t < tiles; ++t) {
       float s[16], alpha[8];
       score_keys(s, shared + HeadsShared::kQ, ring(), full, t);
+      trace_tile(t, 1);
       if (t >= kPBuffers) sync_groups(free_barrier(t));  // warpgroup 1 is done with tile t - kPBuffers's P^T and factors
+      trace_tile(t, 2);
       softmax(s, t, run, alpha);
+      trace_tile(t, 3);
       add_values(acc, alpha, p_s(t), ring(), t, 0);
+      trace_tile(t, 4);
       release_quarters(free, t, 0, lane);
     }
   }
@@ -345,12 +258,16 @@ __device__ __forceinline__ void group1_tiles(float (&acc)[4][16], unsigned char*
   for (int t = 0; t < tiles; ++t) {
     float alpha[8];
     sync_groups(ready_barrier(t));
+    trace_tile(t, 0);
     wait_quarter(full, t, 2);
     wait_quarter(full, t, 3);
+    if (DEEPINFER_HEADS_FENCE_ONCE) fence_async_shared();
+    trace_tile(t, 1);
     const float* alpha_s = reinterpret_cast<const float*>(shared + HeadsShared::kAlpha) + (t % kPBuffers) * kHalfHeads;
 #pragma unroll
     for (int h = 0; h < 8; ++h) alpha[h] = alpha_s[head_of(h, quad)];
     add_values(acc, alpha, shared + HeadsShared::kP + (t % kPBuffers) * kPTBytes, shared + HeadsShared::kRing, t, 4);
+    trace_tile(t, 4);
     if (t + kPBuffers < tiles) arrive_groups(free_barrier(t));  // warpgroup 0 may write this buffer again
     release_quarters(free, t, 2, lane);
   }
@@ -364,6 +281,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
   const __nv_bfloat16** rows_s = reinterpret_cast<const __nv_bfloat16**>(shared + HeadsShared::kRows);
   uint64_t* full = reinterpret_cast<uint64_t*>(shared + HeadsShared::kFull);  // [slot]
   uint64_t* free = full + kSlots;                                             // [slot], then q's
+  trace(0);
   wait_for_previous_grid();  // a programmatic dependent launch: nothing is read before the kernel before it is done
 
   const QueryKeys k = query_keys(a, a.first_query + blockIdx.x);
@@ -381,10 +299,12 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
   }
   find_all_rows(rows_s, a, k, num_keys);
   __syncthreads();  // the rows and the barriers
+  trace(1);
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, quad = lane % 4;
   if (group >= 2) {  // a warpgroup's condition: one of threadIdx.x >= kConsumers made ptxas serialize the wgmmas (C7520)
     lower_registers<kCopyRegisters>();
     copy_quarters(ring, rows_s, a.q, 4 * tiles, full, free, threadIdx.x - kConsumers);
+    trace(63);
     return;
   }
   raise_registers<kComputeRegisters>();
@@ -399,6 +319,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
     for (int i = 0; i < 16; ++i) acc[b][i] = 0.0f;
   }
   wait_barrier(&free[kSlots], 0);  // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
+  trace(2);
   if (group == 0) {
     const Group0 g{shared, rows_s, full, free, a.scale * kLog2e, warp, lane};
     if (DEEPINFER_HEADS_OVERLAP)
@@ -408,6 +329,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
   } else {
     group1_tiles(acc, shared, full, free, tiles, lane);
   }
+  trace(60);
   allow_next_grid();  // the next kernel may launch; a dependent one waits for this grid before it reads
 
   // Group 0's sums over its threads' keys, then each group's dims with the sink.
@@ -425,6 +347,7 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
     }
   }
   sync_groups<kDone>();  // the sums are in, every tile is done: the ring takes the staged output
+  trace(61);
   unsigned char* stage = shared + HeadsShared::kStage;
 #pragma unroll
   for (int h = 0; h < 8; ++h) {
@@ -442,12 +365,14 @@ __global__ void __launch_bounds__(kHeadsThreads, 1) heads_kernel(const SparseAtt
     }
   }
   sync_groups<kDone>();  // every value is staged
+  trace(62);
   const int heads = min(kHalfHeads, a.heads - first_head);
   __nv_bfloat16* out = a.out + (row * a.heads + first_head) * kD;
   for (int i = threadIdx.x; i < heads * (kD / 8); i += kConsumers) {
     const int h = i / (kD / 8), c = i % (kD / 8);
     *reinterpret_cast<uint4*>(out + h * kD + c * 8) = *reinterpret_cast<const uint4*>(stage + h * kStagePitch + c * 16);
   }
+  trace(63);
 #else
   __trap();  // built without sm_90a: sm90_heads_attention_supported() keeps this from running
 #endif
@@ -489,5 +414,9 @@ cudaError_t sm90_heads_attention(const SparseAttentionArgs& args, cudaStream_t s
   config.numAttrs = 1;
   return cudaLaunchKernelEx(&config, heads_kernel, a, q_map);
 }
+
+#if DEEPINFER_SM90_TRACE
+void heads_trace_report() { sm90::report_trace(); }  // tests/model/attention_micro.cu
+#endif
 
 }  // namespace deepinfer::model::cuda

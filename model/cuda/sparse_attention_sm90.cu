@@ -435,4 +435,8 @@ cudaError_t sm90_split_attention(const SparseAttentionArgs& a, int64_t max_split
   return cudaLaunchKernelEx(&config, kernel, a, max_splits, q_map);
 }
 
+#if DEEPINFER_SM90_TRACE
+void sm90_trace_report() { sm90::report_trace(); }  // tests/model/attention_micro.cu
+#endif
+
 }  // namespace deepinfer::model::cuda

@@ -7,7 +7,8 @@
 # that revision's, bit for bit.
 # `profile` as an argument adds an Nsight Compute report of each kernel (logs under $OUT), `trace`
 # the Hopper kernel's per-block timestamps (the points are listed in sparse_attention_sm90.cu),
-# `gather` the key-gathering probe (tests/model/gather_probe.cu: the copies alone, by cp.async, the
+# (and the head-split kernel's, its timing-only builds beside it: without its copies (1), products
+# (6), softmax maxima exchange (8), P^T stores (16), with one proxy fence a tile, and warp 3's stamps), `gather` the key-gathering probe (tests/model/gather_probe.cu: the copies alone, by cp.async, the
 # tensor-memory accelerator and its multicast), `heads` the head-split kernel
 # (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1 and
 # DEEPINFER_HEADS_COPIERS=2) and its timing-only builds without its copies, scores or P V, beside
@@ -73,7 +74,13 @@ if [ $build = 1 ]; then
     for skip in 1 2 4 6; do build_micro heads_skip$skip -DDEEPINFER_HEADS_SKIP=$skip || exit 1; done
     grep -E "registers|spill" "$out/micro_build.log" | grep -v "0 bytes spill" | sort | uniq -c
   fi
-  [ "$mode" = trace ] && { build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1; }
+  if [ "$mode" = trace ]; then  # the split kernel's, and the head-split kernel's with and without its copies (1) and products (6)
+    build_micro trace -DDEEPINFER_SM90_TRACE=1 || { cat "$out/micro_build.log"; exit 1; }
+    for skip in 1 6 8 16; do build_micro trace_skip$skip -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_HEADS_SKIP=$skip || exit 1; done
+    build_micro trace_fence1 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_HEADS_FENCE_ONCE=1 || exit 1
+    build_micro trace_warp3 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_TRACE_WARP=3 || exit 1
+    build_micro heads_fence1 -DDEEPINFER_HEADS_FENCE_ONCE=1 || exit 1
+  fi
   if [ "$mode" = gather ] || [ "$mode" = heads ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/gather_probe.cu -o build-micro/gather_probe >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
@@ -95,6 +102,15 @@ if [ "$mode" = heads ]; then  # each line beside the default kernels' (the split
 fi
 if [ "$mode" = trace ]; then
   for b in 64 1; do build-micro/trace attention --batch $b --context 32768 --layer csa | grep -v "vs reference\|reference median"; done
+  for v in trace trace_warp3 trace_skip1 trace_skip6 trace_skip8 trace_skip16 trace_fence1; do
+    for b in 64 1; do echo "== $v"; build-micro/$v attention --batch $b --context 32768 --layer csa --head-split 1 | grep -v "vs reference\|reference median"; done
+  done
+  for b in 64 1; do  # untraced, side by side: the split kernel, the head-split kernel, and with one fence a tile
+    for v in "attention_micro 0" "attention_micro 1" "heads_fence1 1"; do
+      set -- $v
+      echo "$1 --head-split $2: $(build-micro/$1 attention --batch $b --context 32768 --layer csa --head-split $2 | head -1)"
+    done
+  done
 fi
 if [ "$mode" = gather ]; then
   for rows in 64 256; do build-micro/gather_probe --rows $rows || exit 1; done

@@ -29,7 +29,8 @@
 
 #ifdef DEEPINFER_SM90_TRACE
 namespace deepinfer::model::cuda {
-void sm90_trace_report();  // model/cuda/sparse_attention_sm90.cu built with -DDEEPINFER_SM90_TRACE=1
+void sm90_trace_report();   // model/cuda/sparse_attention_sm90.cu built with -DDEEPINFER_SM90_TRACE=1
+void heads_trace_report();  // model/cuda/sparse_attention_heads.cu, the same
 }  // namespace deepinfer::model::cuda
 #endif
 
@@ -255,7 +256,10 @@ int run_attention(int argc, char** argv) {
       layer.c_str(), hot ? " (hot keys)" : "", head_split ? " (head split)" : "", long(B), long(context), long(keys), H, D, m * 1e3,
       bytes / m / 1e6, bytes / m / 1e6 / 43.0, flops / m / 1e9);
 #ifdef DEEPINFER_SM90_TRACE
-  deepinfer::model::cuda::sm90_trace_report();  // the last timed launch
+  if (head_split)
+    deepinfer::model::cuda::heads_trace_report();  // the last timed launch
+  else
+    deepinfer::model::cuda::sm90_trace_report();
 #endif
 #ifdef DEEPINFER_MICRO_REFERENCE
   {
