@@ -22,9 +22,9 @@
 namespace deepinfer::model::cuda {
 namespace sm90 {
 
-// Timing experiments: the first thread of each warpgroup's warp DEEPINFER_SM90_TRACE_WARP (up to three groups) stamps the SM clock and the
-// global timer at numbered points of the kernel (each kernel's file lists its points; 0 is the
-// entry and 63 the exit of warpgroup 0); report_trace() prints them.
+// Timing experiments: the first thread of warp DEEPINFER_SM90_TRACE_WARP of each warpgroup (up to
+// three) stamps the SM clock and the global timer at numbered points of the kernel (each kernel's
+// file lists its points; 0 is the entry and 63 the exit of warpgroup 0); report_trace() prints them.
 #if DEEPINFER_SM90_TRACE
 constexpr int kTracePoints = 64, kTraceBlocks = 1024, kTraceGroups = 3;
 static __device__ unsigned long long trace_stamps[kTraceBlocks][kTraceGroups][kTracePoints][2];  // [block][group][point] {clock, ns}
@@ -73,7 +73,7 @@ __device__ __forceinline__ void trace(int point) {
           us[g].push_back(double(at(b, g, p, 0) - at(b, 0, 0, 0)) / ghz * 1e-3);
       std::sort(us[g].begin(), us[g].end());
     }
-    if (us[0].empty() && us[1].empty() && us[2].empty()) continue;
+    if (std::all_of(us, us + G, [](const std::vector<double>& v) { return v.empty(); })) continue;
     std::printf("  trace point %2d:", p);
     for (int g = 0; g < G; ++g)
       if (!us[g].empty()) std::printf("  group %d median %6.2f max %6.2f us (%zu)", g, us[g][us[g].size() / 2], us[g].back(), us[g].size());

@@ -11,7 +11,7 @@
 #ifndef DEEPINFER_HEADS_OVERLAP
 #define DEEPINFER_HEADS_OVERLAP 0
 #endif
-// DEEPINFER_SM90_TRACE=1 (kernel_micro.sh trace): each warpgroup's first thread stamps points 0
+// DEEPINFER_SM90_TRACE=1 (kernel_micro.sh trace): one thread of each warpgroup stamps points 0
 // entry, 1 the rows found, 2 q in (the computing groups), then for tile t < 11 at 4 + 5 t + {group 0:
 // 0 its quarters in, 1 scores done, 2 P buffer free, 3 P^T handed over, 4 P V done; group 1: 0 P^T
 // ready, 1 its quarters in, 4 P V done; the copiers: 0 the tile's first slot free, 1 its last

@@ -24,14 +24,14 @@
 #endif
 // DEEPINFER_HEADS_COPIERS=2: two copying warpgroups instead of one (8 warps issuing the cp.async, as
 // the split kernel's copies have); a variant until measured.
+#ifndef DEEPINFER_HEADS_COPIERS
+#define DEEPINFER_HEADS_COPIERS 1
+#endif
 // DEEPINFER_HEADS_FENCE_ONCE=1: one proxy fence after all of a tile's quarter waits instead of one
 // after each (the same order: every awaited write before the tensor cores' reads); a variant until
 // measured.
 #ifndef DEEPINFER_HEADS_FENCE_ONCE
 #define DEEPINFER_HEADS_FENCE_ONCE 0
-#endif
-#ifndef DEEPINFER_HEADS_COPIERS
-#define DEEPINFER_HEADS_COPIERS 1
 #endif
 
 namespace deepinfer::model::cuda::heads {

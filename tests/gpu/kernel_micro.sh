@@ -6,9 +6,10 @@
 # compiled against its own headers with -Ddeepinfer=deepinfer_ref), each output is compared with
 # that revision's, bit for bit.
 # `profile` as an argument adds an Nsight Compute report of each kernel (logs under $OUT), `trace`
-# the Hopper kernel's per-block timestamps (the points are listed in sparse_attention_sm90.cu),
-# (and the head-split kernel's, its timing-only builds beside it: without its copies (1), products
-# (6), softmax maxima exchange (8), P^T stores (16), with one proxy fence a tile, and warp 3's stamps), `gather` the key-gathering probe (tests/model/gather_probe.cu: the copies alone, by cp.async, the
+# the Hopper kernels' per-block timestamps (the points are listed in sparse_attention_sm90.cu and
+# sparse_attention_heads.cu; the head-split kernel's also from timing-only builds: without its
+# copies (1), products (6), softmax maxima exchange (8) or P^T stores (16), with one proxy fence a
+# tile, and from warp 3), `gather` the key-gathering probe (tests/model/gather_probe.cu: the copies alone, by cp.async, the
 # tensor-memory accelerator and its multicast), `heads` the head-split kernel
 # (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1 and
 # DEEPINFER_HEADS_COPIERS=2) and its timing-only builds without its copies, scores or P V, beside
@@ -74,7 +75,7 @@ if [ $build = 1 ]; then
     for skip in 1 2 4 6; do build_micro heads_skip$skip -DDEEPINFER_HEADS_SKIP=$skip || exit 1; done
     grep -E "registers|spill" "$out/micro_build.log" | grep -v "0 bytes spill" | sort | uniq -c
   fi
-  if [ "$mode" = trace ]; then  # the split kernel's, and the head-split kernel's with and without its copies (1) and products (6)
+  if [ "$mode" = trace ]; then  # the split kernel's, the head-split kernel's and its timing-only builds
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || { cat "$out/micro_build.log"; exit 1; }
     for skip in 1 6 8 16; do build_micro trace_skip$skip -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_HEADS_SKIP=$skip || exit 1; done
     build_micro trace_fence1 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_HEADS_FENCE_ONCE=1 || exit 1
