@@ -16,7 +16,7 @@ constexpr int kColumnTileBytes = kTileBytes / 8;  // 64 rows x 64 columns
 constexpr int kPBytes = kAllHeads * kKeys * 2;    // the probabilities, 64 heads x 64 keys
 constexpr float kLog2e = 1.4426950408889634f;
 #ifndef DEEPINFER_SM90_SKIP
-#define DEEPINFER_SM90_SKIP 0  // timing experiments only (tests/gpu/kernel_micro.sh): 1 no key loads, 2 no scores, 4 no P V
+#define DEEPINFER_SM90_SKIP 0  // timing only (tests/gpu/kernel_micro.sh): 1 no key loads, 2 no scores, 4 no P V, 8 no merged stores
 #endif
 constexpr int kSkip = DEEPINFER_SM90_SKIP;
 // Rows of 2 splits merge in a cluster; more splits go through the merge kernel (a cluster of 4 was

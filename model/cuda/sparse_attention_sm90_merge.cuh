@@ -45,6 +45,10 @@ __device__ __forceinline__ void merge_float4(__nv_bfloat16* out, float4 x0, floa
     o[e] += v0[e] * f.w0;
     o[e] += v1[e] * f.w1;
   }
+  if (kSkip & 8) {  // timing only: the merged outputs' stores left out, not their arithmetic (a condition that never holds)
+    if (o[0] * f.inv == -1234.5f) *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(o[1], o[2] + o[3]);
+    return;
+  }
   *reinterpret_cast<__nv_bfloat162*>(out) = __floats2bfloat162_rn(o[0] * f.inv, o[1] * f.inv);
   *reinterpret_cast<__nv_bfloat162*>(out + 8) = __floats2bfloat162_rn(o[2] * f.inv, o[3] * f.inv);
 }

@@ -13,11 +13,12 @@
 # tensor-memory accelerator and its multicast), `heads` the head-split kernel
 # (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1 and
 # DEEPINFER_HEADS_COPIERS=2) and its timing-only builds without its copies, scores or P V, beside
-# the default kernels.
+# the default kernels; `merge` the split kernel traced and beside its timing-only build without the
+# pair's merged output stores (DEEPINFER_SM90_SKIP=8).
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
-#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads]
+#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/ref && mkdir -p .deps/ref
@@ -82,6 +83,10 @@ if [ $build = 1 ]; then
     build_micro trace_warp3 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_TRACE_WARP=3 || exit 1
     build_micro heads_fence1 -DDEEPINFER_HEADS_FENCE_ONCE=1 || exit 1
   fi
+  if [ "$mode" = merge ]; then  # the pair's merge: traced, and without its output stores (timing only)
+    build_micro nostore -DDEEPINFER_SM90_SKIP=8 || { cat "$out/micro_build.log"; exit 1; }
+    build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
+  fi
   if [ "$mode" = gather ] || [ "$mode" = heads ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/gather_probe.cu -o build-micro/gather_probe >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
@@ -111,6 +116,13 @@ if [ "$mode" = trace ]; then
       set -- $v
       echo "$1 --head-split $2: $(build-micro/$1 attention --batch $b --context 32768 --layer csa --head-split $2 | head -1)"
     done
+  done
+fi
+if [ "$mode" = merge ]; then
+  build-micro/trace attention --batch 64 --context 32768 --layer csa | grep -E "median|trace:|point (19|60|61|62|63):"
+  for shape in "64 csa" "64 hca" "256 csa" "1 csa"; do
+    set -- $shape
+    for v in attention_micro nostore attention_micro nostore; do echo "$v: $(build-micro/$v attention --batch $1 --context 32768 --layer $2 | tr '\n' ' ')"; done
   done
 fi
 if [ "$mode" = gather ]; then
