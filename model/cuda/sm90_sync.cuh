@@ -31,6 +31,18 @@ __device__ __forceinline__ void store_remote(uint32_t remote, float x, float y) 
 __device__ __forceinline__ void store_remote(uint32_t remote, float x, float y, float z, float w) {
   asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(remote), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
 }
+// The same stores as st.async: each completes on the receiving block's mbarrier (its address from
+// remote_address) with its bytes, so the receiver waits for the bytes, not for a cluster barrier.
+__device__ __forceinline__ void store_async(uint32_t remote, float x, float y, uint32_t remote_barrier) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];\n" ::"r"(remote), "f"(x), "f"(y),
+               "r"(remote_barrier)
+               : "memory");
+}
+__device__ __forceinline__ void store_async(uint32_t remote, float x, float y, float z, float w, uint32_t remote_barrier) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(remote), "f"(x), "f"(y),
+               "f"(z), "f"(w), "r"(remote_barrier)
+               : "memory");
+}
 
 // Named barriers between the block's two warpgroups (256 threads): bar.arrive by the one that
 // hands over, bar.sync by the one that waits.

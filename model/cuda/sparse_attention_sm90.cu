@@ -262,6 +262,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     init_barrier(&full_s[1], 128);
     init_barrier(&full_s[2], 1);
     load_q_tiles(q_s, &q_map, row, &full_s[2]);  // every block, active or not: the wait for it below takes no condition
+    if (kCluster) {                              // the other split's partials of this block's heads, by st.async (merge_pair)
+      init_barrier(&full_s[3], 1);
+      if (splits == 2 && active) arrive_expect_bytes(&full_s[3], pair_bytes(static_cast<int>(split), a.heads));
+    }
   }
 #if DEEPINFER_SM90_TRACE
   asm volatile("" ::"l"(k.start), "l"(k.slot), "l"(row), "l"(pick));  // the row's indices in
@@ -347,7 +351,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (splits == 1 && active) write_output(a, row, acc, max_s, sum_s, shared, part);
   if constexpr (kCluster) {
-    merge_pair(a, row, static_cast<int>(split), static_cast<int>(splits), active, shared, acc, max_s, sum_s, part);
+    merge_pair(a, row, static_cast<int>(split), static_cast<int>(splits), active, shared, &full_s[3], acc, max_s, sum_s, part);
   } else if (splits > 1) {
     write_partials(a, max_splits, split, acc, max_s, sum_s, part);
   }

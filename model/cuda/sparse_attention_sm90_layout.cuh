@@ -26,8 +26,8 @@ constexpr int kMaxClusterSplits = 2;
 struct Shared {
   static constexpr int kQ = 0, kK = kTileBytes, kP = 3 * kTileBytes, kRows = kP + kPBytes;
   static constexpr int kAlpha = kRows + kMaxSplitKeys * 8, kMax = kAlpha + kAllHeads * 4, kSum = kMax + kAllHeads * 4;
-  static constexpr int kFull = kSum + kAllHeads * 4;   // the key buffers' mbarriers, then q's
-  static constexpr int kBytes = kFull + 3 * 8 + 1024;  // and room to align the base to 1024
+  static constexpr int kFull = kSum + kAllHeads * 4;   // the key buffers' mbarriers, q's, the pair's partials'
+  static constexpr int kBytes = kFull + 4 * 8 + 1024;  // and room to align the base to 1024
 };
 
 // Heads [first, end) of the split's share of the merge, `splits` shares of 64 heads.

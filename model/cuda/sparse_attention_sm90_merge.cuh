@@ -53,16 +53,23 @@ __device__ __forceinline__ void merge_float4(__nv_bfloat16* out, float4 x0, floa
   *reinterpret_cast<__nv_bfloat162*>(out + 8) = __floats2bfloat162_rn(o[2] * f.inv, o[3] * f.inv);
 }
 
+// The bytes a split of a pair receives: the other split's partial and (max, sum) of each head it owns.
+__device__ __forceinline__ uint32_t pair_bytes(int split, int heads) {
+  const int boundary = share_begin(1, 2, heads);
+  return static_cast<uint32_t>(split == 0 ? boundary : heads - boundary) * (kD * 4 + 8);
+}
+
 // A row of two splits merged in its cluster. Head h belongs to the split of its share (heads below
 // share_begin(1, 2, heads) to split 0). The other split sends its partial of h, to the owner's
 // threads of the same index (they hold the same heads and dims), into the space q and the key tiles
 // held: [j / 2][r][thread] float4 (dims 8 j + 2 quad + {0, 1} and j + 1's of head r), and its
-// (max, sum) of h. Then every thread of the owner merges in split order: thread t its own j < 16
+// (max, sum) of h, by st.async completing on the owner's mbarrier `received_s` (pair_bytes of them
+// expected on it as the kernel started). Then every thread of the owner merges in split order: thread t its own j < 16
 // from registers and thread t ^ 64's j >= 16, which t ^ 64 left in the second key buffer (so the
 // threads that sent have work too). Every block of the cluster calls it once it has arrived at
 // the cluster barrier after its tiles, `active` or not.
 __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, int splits, bool active, unsigned char* shared,
-                           const float (&acc)[128], const float* max_s, const float* sum_s, const Part& p) {
+                           uint64_t* received_s, const float (&acc)[128], const float* max_s, const float* sum_s, const Part& p) {
   static_assert(kMaxClusterSplits == 2, "a cluster merges two splits");
   float4* received = reinterpret_cast<float4*>(shared);
   float4* kept = reinterpret_cast<float4*>(shared + Shared::kK + kTileBytes);  // [j / 2 - 8][r][thread]
@@ -79,7 +86,9 @@ __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split,
   }
   cluster_wait();  // the other block is done with its tiles
   trace(61);
-  if (pair) {
+  if (!pair) return;
+  const uint32_t remote_received = remote_address(received_s, 1 - split);
+  {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int h = r == 0 ? p.r0 : p.r1;
@@ -92,15 +101,15 @@ __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split,
         const uint32_t dst = remote_address(received + r * kThreads + threadIdx.x, 1 - split);
 #pragma unroll
         for (int jj = 0; jj < 16; ++jj)
-          store_remote(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
-                       acc[8 * jj + 5 + 2 * r]);
-        if (p.group == 0 && p.quad == 0) store_remote(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h]);
+          store_async(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
+                      acc[8 * jj + 5 + 2 * r], remote_received);
+        if (p.group == 0 && p.quad == 0) store_async(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h], remote_received);
       }
     }
   }
-  cluster_sync();  // every partial is in, and the kept ones
+  __syncthreads();              // the kept halves are in
+  wait_barrier(received_s, 0);  // and every byte of the other split's partials (which waits for ours in turn)
   trace(62);
-  if (!pair) return;
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int t = half == 0 ? static_cast<int>(threadIdx.x) : partner;

@@ -14,11 +14,12 @@
 # (sparse_attention_heads.cu, `--head-split 1`; also built with DEEPINFER_HEADS_OVERLAP=1 and
 # DEEPINFER_HEADS_COPIERS=2) and its timing-only builds without its copies, scores or P V, beside
 # the default kernels; `merge` the split kernel traced and beside its timing-only build without the
-# pair's merged output stores (DEEPINFER_SM90_SKIP=8).
+# pair's merged output stores (DEEPINFER_SM90_SKIP=8); `dsmem` the SM-to-SM network probe
+# (tests/model/dsmem_probe.cu: remote stores, st.async and bulk copies between a cluster's blocks).
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
-#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge]
+#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge|dsmem]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/ref && mkdir -p .deps/ref
@@ -87,6 +88,10 @@ if [ $build = 1 ]; then
     build_micro nostore -DDEEPINFER_SM90_SKIP=8 || { cat "$out/micro_build.log"; exit 1; }
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
   fi
+  if [ "$mode" = dsmem ]; then
+    $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/dsmem_probe.cu -o build-micro/dsmem_probe >> "$out/micro_build.log" 2>&1 ||
+      { cat "$out/micro_build.log"; exit 1; }
+  fi
   if [ "$mode" = gather ] || [ "$mode" = heads ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/gather_probe.cu -o build-micro/gather_probe >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
@@ -124,6 +129,9 @@ if [ "$mode" = merge ]; then
     set -- $shape
     for v in attention_micro nostore attention_micro nostore; do echo "$v: $(build-micro/$v attention --batch $1 --context 32768 --layer $2 | tr '\n' ' ')"; done
   done
+fi
+if [ "$mode" = dsmem ]; then
+  for c in 64 1; do build-micro/dsmem_probe --clusters $c || exit 1; done
 fi
 if [ "$mode" = gather ]; then
   for rows in 64 256; do build-micro/gather_probe --rows $rows || exit 1; done
