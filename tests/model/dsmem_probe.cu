@@ -8,6 +8,8 @@
 //   bulk      the block's bytes staged in its own shared memory, then `copies` bulk copies
 //             (cp.async.bulk.shared::cluster.shared::cta) issued by one thread, completing on the
 //             receiver's mbarrier
+//   one-way   st.async from block 0 of the cluster to block 1 only (the span is block 1's): whether
+//             the two directions share a block's link
 // 64 clusters (128 blocks, one a multiprocessor, as at batch 64) unless --clusters says otherwise.
 // Each block stamps the global timer after a cluster barrier that starts the exchange and once
 // the other's bytes are in; the figure is the median over blocks of that span, from the best of 5
@@ -30,8 +32,8 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxBytes = 96 << 10;
 constexpr int kShared = 2 * kMaxBytes + 1024;  // [received | staged], the mbarrier after
-enum Mode { kStores, kStAsync, kBulk, kModes };
-const char* const kNames[kModes] = {"stores", "st.async", "bulk"};
+enum Mode { kStores, kStAsync, kBulk, kOneWay, kModes };
+const char* const kNames[kModes] = {"stores", "st.async", "bulk", "one-way"};
 
 using deepinfer::model::cuda::shared_address;
 using namespace deepinfer::model::cuda::sm90;
@@ -67,7 +69,8 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
   const int pieces = bytes / 16 / kThreads;  // 16-byte pieces a thread
   if (threadIdx.x == 0) {
     init_barrier(barrier, 1);
-    if (mode != kStores) arrive_expect_bytes(barrier, bytes);  // this block's one arrival, the bytes to come
+    // this block's one arrival and the bytes to come (one-way: block 1 of the cluster receives, block 0 nothing)
+    if (mode != kStores) arrive_expect_bytes(barrier, mode == kOneWay && rank == 0 ? 0 : bytes);
   }
   float x = threadIdx.x * 0.5f + blockIdx.x;
   if (mode == kBulk) {
@@ -81,14 +84,14 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     for (int i = 0; i < pieces; ++i) store_remote(remote + (i * kThreads + threadIdx.x) * 16, x, x + 1, x + 2, x + 3);
     cluster_sync();
   } else {
-    if (mode == kStAsync) {
+    if (mode == kStAsync || (mode == kOneWay && rank == 0)) {
       for (int i = 0; i < pieces; ++i) {
         asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
                          remote + (i * kThreads + threadIdx.x) * 16),
                      "f"(x), "f"(x + 1), "f"(x + 2), "f"(x + 3), "r"(remote_barrier)
                      : "memory");
       }
-    } else if (threadIdx.x == 0) {
+    } else if (mode == kBulk && threadIdx.x == 0) {
       const int each = bytes / copies;
       for (int c = 0; c < copies; ++c) {
         asm volatile(
@@ -129,8 +132,13 @@ int main(int argc, char** argv) {
           check(cudaGetLastError(), "launch");
           check(cudaDeviceSynchronize(), "exchange");
           check(cudaMemcpy(host.data(), spans, blocks * sizeof(unsigned long long), cudaMemcpyDeviceToHost), "copy");
+          if (mode == kOneWay) {  // the receivers' spans alone
+            for (int b = 0; b < clusters; ++b) host[b] = host[2 * b + 1];
+            host.resize(clusters);
+          }
           std::sort(host.begin(), host.end());
-          if (run > 0) best = std::min(best, double(host[blocks / 2]));
+          if (run > 0) best = std::min(best, double(host[host.size() / 2]));
+          host.resize(blocks);
         }
         std::printf("  %-8s %3d KB%s: %6.2f us a block, %6.1f GB/s a block, %5.2f TB/s in all\n", kNames[mode], bytes >> 10,
                     mode == kBulk ? (copies == 1   ? " in 1 copy  "
