@@ -85,5 +85,15 @@ __device__ __forceinline__ void wait_barrier(uint64_t* barrier, uint32_t parity)
       "r"(parity)
       : "memory");
 }
+// The same wait with acquire at cluster scope: what the other block of the cluster stored here by
+// st.async (store_async, whose complete-tx releases at cluster scope) is seen after it; a wait at
+// the default (CTA) scope does not synchronize with another block's release.
+__device__ __forceinline__ void wait_barrier_cluster(uint64_t* barrier, uint32_t parity) {
+  asm volatile(
+      "{\n .reg .pred done;\n waiting:\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n @!done bra "
+      "waiting;\n}\n" ::"r"(shared_address(barrier)),
+      "r"(parity)
+      : "memory");
+}
 
 }  // namespace deepinfer::model::cuda::sm90

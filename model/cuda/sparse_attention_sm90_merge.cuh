@@ -107,8 +107,8 @@ __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split,
       }
     }
   }
-  __syncthreads();              // the kept halves are in
-  wait_barrier(received_s, 0);  // and every byte of the other split's partials (which waits for ours in turn)
+  __syncthreads();                      // the kept halves are in
+  wait_barrier_cluster(received_s, 0);  // and every byte of the other split's partials
   trace(62);
 #pragma unroll
   for (int half = 0; half < 2; ++half) {

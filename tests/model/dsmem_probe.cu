@@ -51,14 +51,6 @@ __device__ __forceinline__ uint64_t global_ns() {
   return t;
 }
 
-// An mbarrier's phase 0, waited for with acquire at cluster scope (the other block's bytes are in).
-__device__ __forceinline__ void wait_barrier_acquire_cluster(uint64_t* barrier) {
-  asm volatile(
-      "{\n .reg .pred done;\n waiting:\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\n @!done bra "
-      "waiting;\n}\n" ::"r"(shared_address(barrier))
-      : "memory");
-}
-
 __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
     exchange(int mode, int bytes, int copies, unsigned long long* spans, float* sink) {
   extern __shared__ __align__(1024) unsigned char shared[];
@@ -100,7 +92,7 @@ __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(kThreads, 1)
             : "memory");
       }
     }
-    wait_barrier_acquire_cluster(barrier);
+    wait_barrier_cluster(barrier, 0);
   }
   const uint64_t end = global_ns();
   if (threadIdx.x == 0) spans[blockIdx.x] = end - start;
