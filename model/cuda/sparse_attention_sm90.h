@@ -11,9 +11,9 @@
 // finished (cp.async completing on an mbarrier), while the first scores; the groups hand over
 // through named barriers, never a block barrier. A row of two splits merges in its cluster: each
 // split sends the other the partials of the other's heads through distributed shared memory
-// (st.async, completing on the owner's mbarrier), and all eight warps of the owner merge. Each launch is a programmatic dependent of the
-// stream's previous kernel: its blocks wait for that kernel before they read anything, and let the next kernel launch once their tiles are
-// done.
+// (st.async, completing on the owner's mbarrier), and all eight warps of the owner merge. Each
+// launch is a programmatic dependent of the stream's previous kernel: its blocks wait for that
+// kernel before they read anything, and let the next kernel launch once their tiles are done.
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>

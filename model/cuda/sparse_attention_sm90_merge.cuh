@@ -64,9 +64,9 @@ __device__ __forceinline__ uint32_t pair_bytes(int split, int heads) {
 // threads of the same index (they hold the same heads and dims), into the space q and the key tiles
 // held: [j / 2][r][thread] float4 (dims 8 j + 2 quad + {0, 1} and j + 1's of head r), and its
 // (max, sum) of h, by st.async completing on the owner's mbarrier `received_s` (pair_bytes of them
-// expected on it as the kernel started). Then every thread of the owner merges in split order: thread t its own j < 16
-// from registers and thread t ^ 64's j >= 16, which t ^ 64 left in the second key buffer (so the
-// threads that sent have work too). Every block of the cluster calls it once it has arrived at
+// expected on it as the kernel started). Then every thread of the owner merges in split order:
+// thread t its own j < 16 from registers and thread t ^ 64's j >= 16, which t ^ 64 left in the
+// second key buffer (so the threads that sent have work too). Every block of the cluster calls it once it has arrived at
 // the cluster barrier after its tiles, `active` or not.
 __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, int splits, bool active, unsigned char* shared,
                            uint64_t* received_s, const float (&acc)[128], const float* max_s, const float* sum_s, const Part& p) {
@@ -88,23 +88,21 @@ __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split,
   trace(61);
   if (!pair) return;
   const uint32_t remote_received = remote_address(received_s, 1 - split);
-  {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int h = r == 0 ? p.r0 : p.r1;
-      if (owned(h)) {
+  for (int r = 0; r < 2; ++r) {
+    const int h = r == 0 ? p.r0 : p.r1;
+    if (owned(h)) {
 #pragma unroll
-        for (int jj = 8; jj < 16; ++jj)
-          kept[((jj - 8) * 2 + r) * kThreads + threadIdx.x] =
-              make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r]);
-      } else if (h < a.heads) {
-        const uint32_t dst = remote_address(received + r * kThreads + threadIdx.x, 1 - split);
+      for (int jj = 8; jj < 16; ++jj)
+        kept[((jj - 8) * 2 + r) * kThreads + threadIdx.x] =
+            make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r]);
+    } else if (h < a.heads) {
+      const uint32_t dst = remote_address(received + r * kThreads + threadIdx.x, 1 - split);
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj)
-          store_async(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
-                      acc[8 * jj + 5 + 2 * r], remote_received);
-        if (p.group == 0 && p.quad == 0) store_async(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h], remote_received);
-      }
+      for (int jj = 0; jj < 16; ++jj)
+        store_async(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
+                    acc[8 * jj + 5 + 2 * r], remote_received);
+      if (p.group == 0 && p.quad == 0) store_async(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h], remote_received);
     }
   }
   __syncthreads();                      // the kept halves are in
