@@ -16,6 +16,9 @@ namespace deepinfer::model::cuda::sm90 {
 // shared memory at `local`, and stores there.
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+// The arrival without release, for a barrier that only orders what a fence before it released
+// (the mbarriers' initialization: fence.mbarrier_init.release.cluster in init_barrier).
+__device__ __forceinline__ void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void cluster_sync() {
   cluster_arrive();
   cluster_wait();
@@ -42,6 +45,12 @@ __device__ __forceinline__ void store_async(uint32_t remote, float x, float y, f
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(remote), "f"(x), "f"(y),
                "f"(z), "f"(w), "r"(remote_barrier)
                : "memory");
+}
+
+// An arrival with release at cluster scope on the mbarrier of the cluster's block `rank` at the
+// address this block's `local` has (the other block waits on it with wait_barrier_cluster).
+__device__ __forceinline__ void arrive_remote(uint64_t* local, uint32_t rank) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote_address(local, rank)) : "memory");
 }
 
 // Named barriers between the block's two warpgroups (256 threads): bar.arrive by the one that

@@ -236,9 +236,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* alpha_s = reinterpret_cast<float*>(shared + Shared::kAlpha);
   float* max_s = reinterpret_cast<float*>(shared + Shared::kMax);
   float* sum_s = reinterpret_cast<float*>(shared + Shared::kSum);
+  float* sink_s = reinterpret_cast<float*>(shared + Shared::kSink);
   uint64_t* full_s = reinterpret_cast<uint64_t*>(shared + Shared::kFull);  // [buffer]
   trace(0);
   wait_for_previous_grid();  // a programmatic dependent launch: nothing is read before the kernel before it is done
+  const float sink = threadIdx.x < a.heads ? a.sink[threadIdx.x] : 0.0f;  // for the merge, read while the memory is idle
 
   const int block_warp = threadIdx.x / 32;
   const int64_t pick = pick_ahead(a, a.first_query + blockIdx.x, blockIdx.y, block_warp, threadIdx.x % 32);  // with query_keys' reads
@@ -252,6 +254,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int split_keys = active ? static_cast<int>(min(num_keys - first_key, per_split)) : 0;
   const int tiles = (split_keys + kKeys - 1) / kKeys;
   const int64_t row = a.query_rows[k.query];
+  const bool pair = kCluster && splits == 2 && active;  // a row of two splits, merged in the cluster
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, quad = lane % 4;
   const Part part{16 * warp + lane / 4, 16 * warp + lane / 4 + 8, group * (kD / 2) + 2 * quad, quad, group};
 
@@ -264,9 +267,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_q_tiles(q_s, &q_map, row, &full_s[2]);  // every block, active or not: the wait for it below takes no condition
     if (kCluster) {                              // the other split's partials of this block's heads, by st.async (merge_pair)
       init_barrier(&full_s[3], 1);
-      if (splits == 2 && active) arrive_expect_bytes(&full_s[3], pair_bytes(static_cast<int>(split), a.heads));
+      if (pair) arrive_expect_bytes(&full_s[3], pair_bytes(static_cast<int>(split), a.heads));
+      init_barrier(&full_s[4], 4);  // the other split's q is free: its group 0's warps done with their last scores
     }
   }
+  if constexpr (kCluster) cluster_arrive_relaxed();  // the mbarriers are set up (their fence released it), waited for before the tiles
 #if DEEPINFER_SM90_TRACE
   asm volatile("" ::"l"(k.start), "l"(k.slot), "l"(row), "l"(pick));  // the row's indices in
   trace(2);
@@ -286,9 +291,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   const float scale = a.scale * kLog2e;
   wait_copies<0>();
-  fence_async_shared();         // the copies' writes, for the tensor cores' reads
-  __syncthreads();              // q, tile 0 and every rows_s entry are in, the barriers set up
-  wait_barrier(&full_s[2], 0);  // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
+  if (threadIdx.x < a.heads) sink_s[threadIdx.x] = sink;
+  fence_async_shared();                    // the copies' writes, for the tensor cores' reads
+  __syncthreads();                         // q, tile 0 and every rows_s entry are in, the barriers set up
+  wait_barrier(&full_s[2], 0);             // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
+  if constexpr (kCluster) cluster_wait();  // both blocks' mbarriers are set up: remote arrivals and st.async may go there
   for (int tile = 0; tile < tiles; ++tile) {
     unsigned char* k_s = keys_s + (tile % 2) * kTileBytes;
     const bool refill = tile + 1 < tiles;  // the other buffer takes the next tile, once both groups are done with it
@@ -337,9 +344,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma_settle(acc);
     trace(7 + 4 * tile);
   }
+  // Group 0's warps are done with q (their last scores): the other split may send its partials there (merge_pair).
+  if (pair && group == 0 && lane == 0) arrive_remote(&full_s[4], static_cast<uint32_t>(1 - split));
   trace(60);
-  allow_next_grid();                         // the next kernel may launch; a dependent one waits for this grid before it reads
-  if constexpr (kCluster) cluster_arrive();  // done with q and the key tiles: the other block may write there
+  allow_next_grid();  // the next kernel may launch; a dependent one waits for this grid before it reads
 
   // Group 0's running max and sum, for both groups.
   if (group == 0 && quad == 0) {
@@ -351,7 +359,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (splits == 1 && active) write_output(a, row, acc, max_s, sum_s, shared, part);
   if constexpr (kCluster) {
-    merge_pair(a, row, static_cast<int>(split), static_cast<int>(splits), active, shared, &full_s[3], acc, max_s, sum_s, part);
+    if (pair) merge_pair(a, row, static_cast<int>(split), shared, &full_s[3], &full_s[4], acc, max_s, sum_s, sink_s, part);
   } else if (splits > 1) {
     write_partials(a, max_splits, split, acc, max_s, sum_s, part);
   }

@@ -26,8 +26,11 @@ constexpr int kMaxClusterSplits = 2;
 struct Shared {
   static constexpr int kQ = 0, kK = kTileBytes, kP = 3 * kTileBytes, kRows = kP + kPBytes;
   static constexpr int kAlpha = kRows + kMaxSplitKeys * 8, kMax = kAlpha + kAllHeads * 4, kSum = kMax + kAllHeads * 4;
-  static constexpr int kFull = kSum + kAllHeads * 4;   // the key buffers' mbarriers, q's, the pair's partials'
-  static constexpr int kBytes = kFull + 4 * 8 + 1024;  // and room to align the base to 1024
+  // The sinks, read as the kernel starts; the other split's (max, sum) of the heads this block merges.
+  static constexpr int kSink = kSum + kAllHeads * 4, kStats = kSink + kAllHeads * 4;
+  // The mbarriers: the key buffers', q's, the pair's partials' and the other split's "q is free".
+  static constexpr int kFull = kStats + kAllHeads * 8;
+  static constexpr int kBytes = kFull + 5 * 8 + 1024;  // and room to align the base to 1024
 };
 
 // Heads [first, end) of the split's share of the merge, `splits` shares of 64 heads.

@@ -59,51 +59,51 @@ __device__ __forceinline__ uint32_t pair_bytes(int split, int heads) {
   return static_cast<uint32_t>(split == 0 ? boundary : heads - boundary) * (kD * 4 + 8);
 }
 
+// Where the other split's partial of head h (dims 8 j + 2 quad + {0, 1} and j + 1's of group g's
+// half, j = 2 jj) lands in its owner: [jj][g][h - first owned head][quad] float4, 64 KB in the space
+// q held (a split owns at most 32 heads; a warp's 8 heads are 512 contiguous bytes).
+__device__ __forceinline__ int received_index(int jj, int group, int slot, int quad) { return ((jj * 2 + group) * 32 + slot) * 4 + quad; }
+
 // A row of two splits merged in its cluster. Head h belongs to the split of its share (heads below
-// share_begin(1, 2, heads) to split 0). The other split sends its partial of h, to the owner's
-// threads of the same index (they hold the same heads and dims), into the space q and the key tiles
-// held: [j / 2][r][thread] float4 (dims 8 j + 2 quad + {0, 1} and j + 1's of head r), and its
-// (max, sum) of h, by st.async completing on the owner's mbarrier `received_s` (pair_bytes of them
-// expected on it as the kernel started). Then every thread of the owner merges in split order:
-// thread t its own j < 16 from registers and thread t ^ 64's j >= 16, which t ^ 64 left in the
-// second key buffer (so the threads that sent have work too). Every block of the cluster calls it once it has arrived at
-// the cluster barrier after its tiles, `active` or not.
-__device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, int splits, bool active, unsigned char* shared,
-                           uint64_t* received_s, const float (&acc)[128], const float* max_s, const float* sum_s, const Part& p) {
+// share_begin(1, 2, heads) to split 0). Each split sends its partials of the other's heads, with
+// their (max, sum), by st.async completing on the owner's mbarrier `received_s` (pair_bytes of them
+// expected on it as the kernel started), into the owner's q space once the owner's group 0 is past
+// its last scores (its four warps' arrivals on the sender's `q_free_s`): no cluster barrier after
+// the tiles. Then every thread of the owner merges in split order: thread t its own j < 16 from
+// registers and thread t ^ 64's j >= 16, which t ^ 64 left in the second key buffer (so the
+// threads that sent have work too). Called by both blocks of a pair, after their tiles.
+__device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, unsigned char* shared, uint64_t* received_s,
+                           uint64_t* q_free_s, const float (&acc)[128], const float* max_s, const float* sum_s, const float* sink_s,
+                           const Part& p) {
   static_assert(kMaxClusterSplits == 2, "a cluster merges two splits");
-  float4* received = reinterpret_cast<float4*>(shared);
-  float4* kept = reinterpret_cast<float4*>(shared + Shared::kK + kTileBytes);  // [j / 2 - 8][r][thread]
-  float2* received_stats = reinterpret_cast<float2*>(shared + Shared::kRows);  // [head]
-  const bool pair = splits == 2 && active;
+  float4* received = reinterpret_cast<float4*>(shared + Shared::kQ);
+  float4* kept = reinterpret_cast<float4*>(shared + Shared::kK + kTileBytes);   // [j / 2 - 8][r][thread]
+  float2* received_stats = reinterpret_cast<float2*>(shared + Shared::kStats);  // [head]
   const int boundary = share_begin(1, 2, a.heads);
+  const int first = split == 0 ? 0 : boundary, other_first = split == 0 ? boundary : 0;
   const auto owned = [&](int h) { return h < a.heads && (h < boundary ? 0 : 1) == split; };
   const int partner = threadIdx.x ^ 64;
-  float sink[2][2];  // [own, partner's][r]
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    sink[0][r] = pair ? a.sink[min(head_of(threadIdx.x, r), a.heads - 1)] : 0.0f;
-    sink[1][r] = pair ? a.sink[min(head_of(partner, r), a.heads - 1)] : 0.0f;
+    if (!owned(r == 0 ? p.r0 : p.r1)) continue;
+#pragma unroll
+    for (int jj = 8; jj < 16; ++jj)
+      kept[((jj - 8) * 2 + r) * kThreads + threadIdx.x] =
+          make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r]);
   }
-  cluster_wait();  // the other block is done with its tiles
+  wait_barrier_cluster(q_free_s, 0);  // the other split's q space is free
   trace(61);
-  if (!pair) return;
   const uint32_t remote_received = remote_address(received_s, 1 - split);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int h = r == 0 ? p.r0 : p.r1;
-    if (owned(h)) {
+    if (h >= a.heads || owned(h)) continue;
+    const uint32_t dst = remote_address(received + received_index(0, p.group, h - other_first, p.quad), 1 - split);
 #pragma unroll
-      for (int jj = 8; jj < 16; ++jj)
-        kept[((jj - 8) * 2 + r) * kThreads + threadIdx.x] =
-            make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r]);
-    } else if (h < a.heads) {
-      const uint32_t dst = remote_address(received + r * kThreads + threadIdx.x, 1 - split);
-#pragma unroll
-      for (int jj = 0; jj < 16; ++jj)
-        store_async(dst + jj * 2 * kThreads * 16, acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
-                    acc[8 * jj + 5 + 2 * r], remote_received);
-      if (p.group == 0 && p.quad == 0) store_async(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h], remote_received);
-    }
+    for (int jj = 0; jj < 16; ++jj)
+      store_async(dst + (received_index(jj, 0, 0, 0) * 16), acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r],
+                  acc[8 * jj + 5 + 2 * r], remote_received);
+    if (p.group == 0 && p.quad == 0) store_async(remote_address(received_stats + h, 1 - split), max_s[h], sum_s[h], remote_received);
   }
   __syncthreads();                      // the kept halves are in
   wait_barrier_cluster(received_s, 0);  // and every byte of the other split's partials
@@ -116,14 +116,14 @@ __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split,
       const int h = head_of(t, r);
       if (!owned(h)) continue;
       const float2 own = make_float2(max_s[h], sum_s[h]), other = received_stats[h];
-      const MergeFactors f = merge_factors(sink[half][r], split == 0 ? own : other, split == 0 ? other : own);
+      const MergeFactors f = merge_factors(sink_s[h], split == 0 ? own : other, split == 0 ? other : own);
       __nv_bfloat16* out = a.out + (row * a.heads + h) * kD + dim_of(t);
 #pragma unroll
       for (int jj = 8 * half; jj < 8 * half + 8; ++jj) {
         const float4 mine =
             half == 0 ? make_float4(acc[8 * jj + 2 * r], acc[8 * jj + 2 * r + 1], acc[8 * jj + 4 + 2 * r], acc[8 * jj + 5 + 2 * r])
                       : kept[((jj - 8) * 2 + r) * kThreads + t];
-        const float4 theirs = received[(jj * 2 + r) * kThreads + t];
+        const float4 theirs = received[received_index(jj, p.group, h - first, p.quad)];
         merge_float4(out + 16 * jj, split == 0 ? mine : theirs, split == 0 ? theirs : mine, f);
       }
     }
