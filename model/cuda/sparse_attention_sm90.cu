@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* full_s = reinterpret_cast<uint64_t*>(shared + Shared::kFull);  // [buffer]
   trace(0);
   wait_for_previous_grid();  // a programmatic dependent launch: nothing is read before the kernel before it is done
-  const float sink = threadIdx.x < a.heads ? a.sink[threadIdx.x] : 0.0f;  // for the merge, read while the memory is idle
+  const float sink = kCluster && threadIdx.x < a.heads ? a.sink[threadIdx.x] : 0.0f;  // for merge_pair, read while the memory is idle
 
   const int block_warp = threadIdx.x / 32;
   const int64_t pick = pick_ahead(a, a.first_query + blockIdx.x, blockIdx.y, block_warp, threadIdx.x % 32);  // with query_keys' reads
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   const float scale = a.scale * kLog2e;
   wait_copies<0>();
-  if (threadIdx.x < a.heads) sink_s[threadIdx.x] = sink;
+  if (kCluster && threadIdx.x < a.heads) sink_s[threadIdx.x] = sink;
   fence_async_shared();                    // the copies' writes, for the tensor cores' reads
   __syncthreads();                         // q, tile 0 and every rows_s entry are in, the barriers set up
   wait_barrier(&full_s[2], 0);             // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
