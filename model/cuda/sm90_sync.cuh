@@ -47,6 +47,12 @@ __device__ __forceinline__ void store_async(uint32_t remote, float x, float y, f
                : "memory");
 }
 
+__device__ __forceinline__ void store_async(uint32_t remote, uint4 v, uint32_t remote_barrier) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(remote), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w), "r"(remote_barrier)
+               : "memory");
+}
+
 // An arrival with release at cluster scope on the mbarrier of the cluster's block `rank` at the
 // address this block's `local` has (the other block waits on it with wait_barrier_cluster).
 __device__ __forceinline__ void arrive_remote(uint64_t* local, uint32_t rank) {

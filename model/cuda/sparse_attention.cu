@@ -375,8 +375,9 @@ __global__ void __launch_bounds__(kSplitThreads, 1) split_attention_kernel(const
 }
 
 // The splits of a row with more than one, merged in split order with the sink: block (query
-// row, head), thread t: dims 4t .. 4t + 3.
-template <int D>
+// row, head), thread t: dims 4t .. 4t + 3. kBf16Partials: the partials are bfloat16 (the Hopper
+// kernel's, sparse_attention_sm90_merge.cuh), at the start of the float32 partials' space.
+template <int D, bool kBf16Partials>
 __global__ void __launch_bounds__(D / 4) combine_kernel(const SparseAttentionArgs a, int64_t max_splits) {
   const int64_t query = a.first_query + blockIdx.x, h = blockIdx.y;
   const int64_t seq = query / a.len, position = a.start[seq] + query % a.len;
@@ -393,7 +394,15 @@ __global__ void __launch_bounds__(D / 4) combine_kernel(const SparseAttentionArg
     const int64_t part = first + s * a.heads;
     const float weight = exp2f(stats[2 * part] - m);  // 0 for a split without a valid key (max -inf)
     denominator += stats[2 * part + 1] * weight;
-    const float4 v = reinterpret_cast<const float4*>(a.workspace + part * D)[threadIdx.x];
+    float4 v;
+    if constexpr (kBf16Partials) {
+      const uint2 bits = reinterpret_cast<const uint2*>(reinterpret_cast<const __nv_bfloat16*>(a.workspace) + part * D)[threadIdx.x];
+      const float2 lo = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits.x));
+      const float2 hi = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits.y));
+      v = make_float4(lo.x, lo.y, hi.x, hi.y);
+    } else {
+      v = reinterpret_cast<const float4*>(a.workspace + part * D)[threadIdx.x];
+    }
     o.x += v.x * weight;
     o.y += v.y * weight;
     o.z += v.z * weight;
@@ -458,7 +467,8 @@ cudaError_t launch(const SparseAttentionArgs& args, cudaStream_t stream) {
                                                       split_shared_bytes<D>(), stream, a, max_splits);
       if (error != cudaSuccess) return error;
       if (max_splits == 1 || (hopper && sm90_attention_merges(max_splits))) continue;
-      combine_kernel<D><<<dim3(n, static_cast<unsigned>(a.heads)), D / 4, 0, stream>>>(a, max_splits);
+      const auto combine = hopper ? combine_kernel<D, true> : combine_kernel<D, false>;
+      combine<<<dim3(n, static_cast<unsigned>(a.heads)), D / 4, 0, stream>>>(a, max_splits);
       if ((error = cudaGetLastError()) != cudaSuccess) return error;
     }
     return cudaSuccess;

@@ -7,13 +7,15 @@
 //    split over several blocks and merged (33..64 heads), non-contiguous block tables; every
 //    query row written, no other row touched;
 //  - batch invariance: a query's output is bit-identical alone and inside batches of 2..256
-//    random other sequences, at any place in the batch;
+//    random other sequences, at any place in the batch, and a row of two splits the same bits
+//    whether its launch merges in clusters or through the merge kernel;
 //  - both again for the head-split kernel (SparseAttentionArgs::head_split) on the CSA and
 //    window-only shapes it takes, where the GPU is Hopper;
 //  - the CUDA forward of the tiny model (bfloat16) with the kernels (attention, indexer, top-k,
 //    compressor) against the same forward on the ATen path, chunked and one-shot.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -165,6 +167,28 @@ TEST(SparseAttentionCuda, MatchesTheDefinition) {
 TEST(SparseAttentionCuda, BatchInvariant) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
   expect_batch_invariant({kV4Csa, kV4Hca, kTinyCsa}, /*head_split=*/false);
+}
+
+// A row of two splits merges in its thread-block cluster where no row of its launch has more, and
+// through the merge kernel's partials where one has (HCA at 100,000: 3 splits); its output is the
+// same bits either way.
+TEST(SparseAttentionCuda, TwoSplitRowsMergeAlikeInEveryLaunch) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  const at::Device cuda(at::kCUDA, 0);
+  constexpr int64_t kTargetStart = 30000;  // 128 + 234 keys: 2 splits
+  constexpr uint64_t kTargetSeed = 77;
+  PagedBatch alone = make_batch(kV4Hca, {kTargetStart}, 1, {kTargetSeed}, 1, cuda);
+  cuda::sparse_attention(alone.in, alone.out);
+  const at::Tensor expected = alone.out[alone.rows[0]].cpu();
+  ASSERT_TRUE(expected.isfinite().all().item<bool>());
+  for (const std::vector<int64_t>& starts : {std::vector<int64_t>{kTargetStart, 100000}, std::vector<int64_t>{0, 100000, kTargetStart}}) {
+    std::vector<uint64_t> seeds = seeds_from(300 + starts.size(), starts.size());
+    const size_t at = std::find(starts.begin(), starts.end(), kTargetStart) - starts.begin();
+    seeds[at] = kTargetSeed;
+    PagedBatch batch = make_batch(kV4Hca, starts, 1, seeds, 2, cuda);
+    cuda::sparse_attention(batch.in, batch.out);
+    EXPECT_TRUE(at::equal(batch.out[batch.rows[at]].cpu(), expected)) << "the row at " << at << " of " << starts.size() << " differs";
+  }
 }
 
 // The head-split kernel (sparse_attention_heads.h, a kernel under test that the forward does not
