@@ -266,8 +266,9 @@ int run_attention(int argc, char** argv) {
     SparseAttentionArgs r = args[0];
     r.head_split = false;  // the reference revision's default kernels (a revision without the field reads none)
     const size_t n = size_t(B) * H * D;
-    __nv_bfloat16* ref_out = nullptr;
-    check(cudaMalloc(&ref_out, n * 2), "cudaMalloc");
+    std::vector<__nv_bfloat16*> ref_outs(sets);  // one a set, as this version's: a single buffer would stay in the L2 and flatter it
+    for (auto& o : ref_outs) check(cudaMalloc(&o, n * 2), "cudaMalloc");
+    __nv_bfloat16* ref_out = ref_outs[0];
     r.out = ref_out;
     float* ref_ws = nullptr;
     const size_t ref_bytes = reference::sparse_attention_workspace_bytes(r);
@@ -278,8 +279,9 @@ int run_attention(int argc, char** argv) {
     check(cudaDeviceSynchronize(), "sync");
     compare(args[0].out, ref_out, n, "attention out");
     std::vector<SparseAttentionArgs> ref_args = args;
-    for (auto& x : ref_args) {
-      x.out = ref_out;
+    for (int set = 0; set < sets; ++set) {
+      SparseAttentionArgs& x = ref_args[set];
+      x.out = ref_outs[set];
       x.workspace = ref_ws;
       x.head_split = false;
     }
@@ -339,15 +341,16 @@ int run_indexer(int argc, char** argv) {
   {
     IndexScoresArgs r = args[0];
     const size_t n = size_t(B) * E;
-    float* ref_scores = nullptr;
-    check(cudaMalloc(&ref_scores, n * 4), "cudaMalloc");
+    std::vector<float*> ref_set_scores(sets);  // one a set, as this version's (attention's reference line says why)
+    for (auto& o : ref_set_scores) check(cudaMalloc(&o, n * 4), "cudaMalloc");
+    float* ref_scores = ref_set_scores[0];
     r.scores = ref_scores;
     check(reference::index_scores(r, nullptr), "reference index_scores");
     check(deepinfer::model::cuda::index_scores(args[0], nullptr), "index_scores");
     check(cudaDeviceSynchronize(), "sync");
     compare(args[0].scores, ref_scores, n, "indexer scores");
     std::vector<IndexScoresArgs> ref_args = args;
-    for (auto& x : ref_args) x.scores = ref_scores;
+    for (int set = 0; set < sets; ++set) ref_args[set].scores = ref_set_scores[set];
     const double ref_ms =
         time_median(iters, [&](int64_t i, cudaStream_t st) { check(reference::index_scores(ref_args[i % sets], st), "reference"); });
     std::printf("  reference median %.1f us (this version %.1f us)\n", ref_ms * 1e3, m * 1e3);
