@@ -11,11 +11,12 @@
 
 namespace deepinfer::model::cuda::attention {
 
-constexpr int kKeys = 64;                  // keys per tile
-constexpr int kAllHeads = 64;              // the split kernels hold all of a row's heads (33..64)
-constexpr int kSplitKeys = 5 * kKeys;      // keys per split, until a row would need more than kMaxSplits
-constexpr int kMaxSplits = 16;             // then the splits grow (in whole tiles) instead
-constexpr int kMaxSplitKeys = 16 * kKeys;  // the most keys one split can hold (shared key pointers)
+constexpr int kKeys = 64;                      // keys per tile
+constexpr int kAllHeads = 64;                  // the split kernels hold all of a row's heads (33..64)
+constexpr int kSplitKeys = 5 * kKeys;          // keys per split, until a row would need more than kMaxSplits
+constexpr int kMaxSplits = 16;                 // then the splits grow (in whole tiles) instead
+constexpr int kMaxSplitKeys = 16 * kKeys;      // the most keys one split can hold (shared key pointers)
+constexpr float kLog2e = 1.4426950408889634f;  // scores and the running max / sum are in log2 units
 
 // A row's keys per split and splits, from its own key count only (batch invariance).
 __host__ __device__ inline int64_t split_keys_of(int64_t num_keys) {
@@ -25,6 +26,18 @@ __host__ __device__ inline int64_t split_keys_of(int64_t num_keys) {
 __host__ __device__ inline int64_t splits_of(int64_t num_keys) {
   const int64_t per_split = split_keys_of(num_keys);
   return (num_keys + per_split - 1) / per_split;
+}
+
+// The Hopper kernel's split partials, as both its merges take them (its pair's in
+// sparse_attention_sm90_merge.cuh, combine_kernel<D, true>): a value rounded to bfloat16, pairs
+// packed in 32 bits.
+__device__ __forceinline__ float partial_value(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+__device__ __forceinline__ uint32_t pack_partials(float x, float y) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(x, y);
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+__device__ __forceinline__ float2 unpack_partials(uint32_t bits) {
+  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits));
 }
 
 // What one query row attends over.

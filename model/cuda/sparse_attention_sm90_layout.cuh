@@ -14,7 +14,6 @@ constexpr int kThreads = 256;                     // two warpgroups
 constexpr int kTileBytes = kAllHeads * kD * 2;    // 64 rows x 512 bfloat16: 8 swizzled 64-column tiles of 8 KB
 constexpr int kColumnTileBytes = kTileBytes / 8;  // 64 rows x 64 columns
 constexpr int kPBytes = kAllHeads * kKeys * 2;    // the probabilities, 64 heads x 64 keys
-constexpr float kLog2e = 1.4426950408889634f;
 #ifndef DEEPINFER_SM90_SKIP
 #define DEEPINFER_SM90_SKIP 0  // timing only (tests/gpu/kernel_micro.sh): 1 no key loads, 2 no scores, 4 no P V, 8 no merged stores
 #endif

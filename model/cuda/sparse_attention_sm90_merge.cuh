@@ -4,8 +4,8 @@
 // (write_partials). A split's partial goes into the merge rounded to bfloat16 (as vLLM's and
 // FlashInfer's split merges take their partial outputs in the output type), with its (max, sum) in
 // float32, on both ways, so a row's bits do not depend on which way its launch took; the
-// arithmetic after that is combine_kernel's (sparse_attention.cu), term for term. Internal:
-// included by that file alone.
+// arithmetic after that is combine_kernel's (sparse_attention_combine.cuh), term for term.
+// Internal: included by that file alone.
 
 #include <cuda_bf16.h>
 
@@ -21,7 +21,8 @@ __device__ __forceinline__ int head_of(int t, int r) { return 16 * ((t / 32) % 4
 __device__ __forceinline__ int dim_of(int t) { return (t / 128) * (kD / 2) + 2 * (t % 4); }
 
 // The factors of a head's two partials and of their sum in the merge of combine_kernel
-// (sparse_attention.cu), term for term: `first`, `second` the (max, sum) of splits 0 and 1.
+// (sparse_attention_combine.cuh), term for term: `first`, `second` the (max, sum) of splits 0
+// and 1.
 struct MergeFactors {
   float w0, w1, inv;
 };
@@ -35,16 +36,6 @@ __device__ __forceinline__ MergeFactors merge_factors(float sink, float2 first, 
   const float w1 = exp2f(second.x - m);
   denominator += second.y * w1;
   return {w0, w1, 1.0f / denominator};
-}
-
-// A partial's value as the merge takes it: rounded to bfloat16.
-__device__ __forceinline__ float partial_value(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
-__device__ __forceinline__ uint32_t pack_partials(float x, float y) {
-  const __nv_bfloat162 pair = __floats2bfloat162_rn(x, y);
-  return *reinterpret_cast<const uint32_t*>(&pair);
-}
-__device__ __forceinline__ float2 unpack_partials(uint32_t bits) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits));
 }
 
 // Head r's four values of jj (dims d, d + 1, d + 8, d + 9 of acc's layout), as the merge takes them.
@@ -86,12 +77,13 @@ __device__ __forceinline__ int received_index(int jp, int group, int slot, int q
 
 // A row of two splits merged in its cluster. Head h belongs to the split of its share (heads below
 // share_begin(1, 2, heads) to split 0). Each split sends its partials of the other's heads in
-// bfloat16 (32 KB), with their (max, sum), by st.async completing on the owner's mbarrier `received_s` (pair_bytes of them
-// expected on it as the kernel started), into the owner's q space once the owner's group 0 is past
-// its last scores (its four warps' arrivals on the sender's `q_free_s`): no cluster barrier after
-// the tiles. Then every thread of the owner merges in split order: thread t its own j < 16 from
-// registers and thread t ^ 64's j >= 16, which t ^ 64 left in the second key buffer (so the
-// threads that sent have work too). Called by both blocks of a pair, after their tiles.
+// bfloat16 (32 KB), with their (max, sum), by st.async completing on the owner's mbarrier
+// `received_s` (pair_bytes of them expected on it as the kernel started), into the owner's q space
+// once the owner's group 0 is past its last scores (its four warps' arrivals on the sender's
+// `q_free_s`): no cluster barrier after the tiles. Then every thread of the owner merges in split
+// order: thread t its own j < 16 from registers and thread t ^ 64's j >= 16, which t ^ 64 left in
+// the second key buffer (so the threads that sent have work too). Called by both blocks of a pair,
+// after their tiles.
 __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split, unsigned char* shared, uint64_t* received_s,
                            uint64_t* q_free_s, const float (&acc)[128], const float* max_s, const float* sum_s, const float* sink_s,
                            const Part& p) {
@@ -150,9 +142,9 @@ __device__ void merge_pair(const SparseAttentionArgs& a, int64_t row, int split,
   }
 }
 
-// A row of several splits merged by combine_kernel (sparse_attention.cu): this split's partials in
-// bfloat16 (as merge_pair takes them; at the start of a.workspace, where float32 partials would
-// be) and (max, sum) in float32 into a.workspace.
+// A row of several splits merged by combine_kernel (sparse_attention_combine.cuh): this split's
+// partials in bfloat16 (as merge_pair takes them; at the start of a.workspace, where float32
+// partials would be) and (max, sum) in float32 into a.workspace.
 __device__ __forceinline__ void write_partials(const SparseAttentionArgs& a, int64_t max_splits, int64_t split, const float (&acc)[128],
                                                const float* max_s, const float* sum_s, const Part& p) {
 #pragma unroll
