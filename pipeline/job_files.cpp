@@ -51,6 +51,14 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   const fs::path job_path = dir / "job.json";
   const std::string results = (dir / results_file_name(rank, world_size)).string();
   ResumeState state;
+  // A start killed before rank 0 recorded job.json left at most an empty directory: nothing
+  // of the job was kept, so --resume starts it. Results without a job.json cannot be checked.
+  const bool nothing_recorded = fs::is_directory(dir) && !fs::exists(job_path) && !fs::exists(results) && !fs::exists(results + ".partial");
+  if (resume && nothing_recorded) {
+    std::fprintf(stderr, "--resume: %s holds no job.json (the first start stopped before it recorded the job); starting it\n",
+                 out_dir.c_str());
+    resume = false;
+  }
   if (!resume) {
     // Only rank 0 looks at job.json: it writes it, possibly before another rank gets here.
     if ((rank == 0 && fs::exists(job_path)) || fs::exists(results) || fs::exists(results + ".partial"))

@@ -35,7 +35,8 @@ struct ResumeState {
 // or results, then writes job.json (rank 0) and starts the results file. Resume: requires
 // job.json equal to `job_json` (else throws naming the first differing field), then keeps
 // every complete record of the results file and truncates the rest, and reads back the
-// complete frames of the waiting file.
+// complete frames of the waiting file. A resume of a directory that a killed start left
+// without job.json or results starts the job; results without job.json are refused.
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options);
 

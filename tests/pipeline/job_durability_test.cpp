@@ -139,6 +139,35 @@ TEST(JobDurabilityTest, AKillLosesOnlyWorkInFlightAndResumeRedoesNothingFinished
   EXPECT_GE(ahead_used, 3) << "the uneven input must leave records waiting at most kill points";
 }
 
+TEST(JobDurabilityTest, ResumeStartsAJobKilledBeforeItRecordedJobJson) {
+  deepinfer::testing::TempDir dir;
+  const auto input = uneven_input(dir, 12);
+  run(options_for(input, dir.file("whole"), 64));
+  // What a kill between creating OUT and renaming job.json into place leaves.
+  const std::string killed = dir.file("killed");
+  fs::create_directories(killed);
+  dir.write("killed/job.json.partial", "{\"truncated");
+  auto o = options_for(input, killed, 64);
+  o.resume = true;
+  const auto resumed = run(o);
+  EXPECT_EQ(resumed.requests_run, 12);
+  const auto report = io::verify_output_dirs(dir.file("whole"), killed);
+  EXPECT_EQ(report.exit_code(), 0) << report.message;
+  // Results with no job.json cannot be checked against the job; no directory at all is a wrong --output.
+  const std::string orphan = dir.file("orphan");
+  fs::create_directories(orphan);
+  dir.write("orphan/results-00000-of-00001.jsonl.zst.partial", "");
+  for (const std::string& out : {orphan, dir.file("missing")}) {
+    std::string error;
+    try {
+      open_results(out, 0, 1, "{}", /*resume=*/true, {});
+    } catch (const std::invalid_argument& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find(out + " has no job.json"), std::string::npos) << out << ": " << error;
+  }
+}
+
 TEST(JobDurabilityTest, AWriteErrorStopsTheJobWhenItHappensNotAtTheEnd) {
   deepinfer::testing::TempDir dir;
   const auto input = uneven_input(dir, 200);
