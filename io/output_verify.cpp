@@ -153,7 +153,14 @@ VerifyReport verify_output_dirs(const std::string& dir_a, const std::string& dir
       const std::string path_a = (fs::path(dir_a) / name).string();
       const std::string path_b = (fs::path(dir_b) / name).string();
       if (name == "manifest.json") {
-        const std::string diff = first_field_difference(read_file(path_a), read_file(path_b));
+        const std::string manifest_a = read_file(path_a), manifest_b = read_file(path_b);
+        for (const auto& [path, text] : {std::pair{&path_a, &manifest_a}, std::pair{&path_b, &manifest_b}}) {
+          simdjson::dom::parser parser;
+          simdjson::dom::object object;
+          if (const auto error = parser.parse(*text).get(object))
+            throw std::runtime_error(*path + " is not a JSON object (" + simdjson::error_message(error) + ")");
+        }
+        const std::string diff = first_field_difference(manifest_a, manifest_b);
         if (!diff.empty()) {
           report.outcome = VerifyReport::Outcome::kDifferent;
           report.message = "manifest.json differs: " + diff;

@@ -66,7 +66,9 @@ std::unique_ptr<RecordWriter> RecordWriter::resume(std::string path, std::size_t
   std::error_code error;
   std::filesystem::resize_file(partial, valid_bytes, error);
   if (error) throw std::runtime_error("cannot truncate " + partial + " to " + std::to_string(valid_bytes) + " bytes: " + error.message());
-  return std::unique_ptr<RecordWriter>(new RecordWriter(std::move(path), options, false));
+  auto writer = std::unique_ptr<RecordWriter>(new RecordWriter(std::move(path), options, false));
+  writer->empty_file_ = valid_bytes == 0;
+  return writer;
 }
 
 RecordWriter::~RecordWriter() { ZSTD_freeCCtx(static_cast<ZSTD_CCtx*>(cctx_)); }
@@ -93,18 +95,20 @@ void RecordWriter::sync() {
 }
 
 void RecordWriter::write_frame() {
-  if (!file_ || pending_.empty()) return;
+  if (!file_ || (pending_.empty() && !(closing_ && empty_file_))) return;
   std::string frame(ZSTD_compressBound(pending_.size()), '\0');
   const std::size_t size = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), frame.data(), frame.size(), pending_.data(), pending_.size());
   if (ZSTD_isError(size)) throw std::runtime_error(std::string("zstd compression failed: ") + ZSTD_getErrorName(size));
   file_->write(frame.data(), size);
   unsynced_ = true;
+  empty_file_ = false;
   pending_.clear();
   pending_records_ = 0;
 }
 
 void RecordWriter::close() {
   if (!file_) return;
+  closing_ = true;  // a file without records still gets a frame (an empty one)
   flush();
   file_->commit();
   file_.reset();
@@ -144,7 +148,7 @@ bool RecordReader::load_frame() {
   } else {
     if (!decompress_frame(at, compressed, &frame_, &problem)) {
       problem = "corrupt zstd frame at byte " + std::to_string(offset_) + " (" + problem + ")";
-    } else if (frame_.empty() || frame_.back() != '\n') {
+    } else if (!frame_.empty() && frame_.back() != '\n') {  // empty: a file without records
       problem = "zstd frame at byte " + std::to_string(offset_) + " does not end with a complete record";
     }
   }

@@ -46,6 +46,8 @@ class RecordWriter final {
   std::size_t pending_records_ = 0;
   std::size_t records_ = 0;
   bool unsynced_ = false;  // frames written since the last fsync
+  bool empty_file_ = true;
+  bool closing_ = false;  // no frame in the file yet: close() writes an empty one, so `zstd -dc` reads it
   void* cctx_ = nullptr;
 };
 

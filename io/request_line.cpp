@@ -21,6 +21,8 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 using simdjson::dom::object;
 
+constexpr double kMinTemperature = 1e-6;  // the smallest positive temperature accepted
+
 // Thrown inside parsing, turned into a RequestError before leaving parse_request_line.
 struct BadRequest {
   std::string reason;
@@ -45,8 +47,13 @@ std::string show(element value) {
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 
+// "null", or the type and the value: "string \"x\"".
+std::string described(element value) {
+  return value.type() == element_type::NULL_VALUE ? "null" : type_name(value.type()) + " " + show(value);
+}
+
 [[noreturn]] void bad_type(std::string_view field, element value, const char* expected) {
-  throw BadRequest{"field '" + std::string(field) + "' must be " + expected + ", got " + type_name(value.type()) + " " + show(value)};
+  throw BadRequest{"field '" + std::string(field) + "' must be " + expected + ", got " + described(value)};
 }
 
 int64_t get_int(std::string_view field, element value, int64_t lo, int64_t hi) {
@@ -136,7 +143,7 @@ std::vector<std::string> get_stop_strings(element value) {
   std::vector<std::string> stops;
   auto add = [&](element item, const std::string& name) {  // name: "'stop'" or "'stop'[i]"
     std::string_view text;
-    if (item.get(text)) throw BadRequest{"field " + name + " must be a string, got " + type_name(item.type()) + " " + show(item)};
+    if (item.get(text)) throw BadRequest{"field " + name + " must be a string, got " + described(item)};
     if (text.empty()) throw BadRequest{"field " + name + " is an empty stop string"};
     stops.emplace_back(text);
   };
@@ -202,6 +209,7 @@ std::vector<ChatMessage> get_messages(element value) {
     object message;
     if (item.get(message)) bad_type(where, item, "an object");
     ChatMessage m;
+    bool has_content = false;
     for (auto field : message) {
       if (field.key == "role") {
         std::string_view role;
@@ -209,11 +217,13 @@ std::vector<ChatMessage> get_messages(element value) {
         m.role = std::string(role);
       } else if (field.key == "content") {
         m.content = message_content(field.value, where);
+        has_content = true;
       } else if (field.key != "name" && field.key != "reasoning_content") {
         throw BadRequest{"unknown field '" + where + "." + std::string(field.key) + "'"};
       }
     }
     if (m.role.empty()) throw BadRequest{"field '" + where + "' has no 'role'"};
+    if (!has_content && m.role != "assistant") throw BadRequest{"field '" + where + "' (role '" + m.role + "') has no 'content'"};
     messages.push_back(std::move(m));
   }
   return messages;
@@ -284,9 +294,14 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
       request->temperature = get_number(key, value);
       if (request->temperature < 0 || request->temperature > 100)
         throw BadRequest{"field 'temperature' = " + show(value) + " is out of range [0, 100]"};
+      // Below this, logits / temperature can overflow float32 to -inf for every token.
+      if (request->temperature > 0 && request->temperature < kMinTemperature)
+        throw BadRequest{"field 'temperature' = " + show(value) + " is below 1e-6; use 0 for greedy sampling"};
     } else if (key == "top_p") {
       request->top_p = get_number(key, value);
       if (!(request->top_p > 0 && request->top_p <= 1)) throw BadRequest{"field 'top_p' = " + show(value) + " is out of range (0, 1]"};
+      if (static_cast<float>(request->top_p) < std::numeric_limits<float>::min())
+        throw BadRequest{"field 'top_p' = " + show(value) + " is below the smallest float32 (1.2e-38)"};
     } else if (key == "top_k") {
       request->top_k = get_int(key, value, -1, std::numeric_limits<int32_t>::max());
       if (request->top_k == -1) request->top_k = 0;
@@ -411,7 +426,10 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
       request.id = std::string(id);
     }
     if (openai) {
-      if (fields["id"].get(id_value) == simdjson::SUCCESS) throw BadRequest{"give 'custom_id' or 'id', not both"};
+      if (fields["id"].get(id_value) == simdjson::SUCCESS)
+        throw BadRequest{fields["custom_id"].error() != simdjson::SUCCESS
+                             ? "an OpenAI batch line ('body') takes its id as 'custom_id', not 'id'"
+                             : "give 'custom_id' or 'id', not both"};
       element method, url;
       std::string_view text;
       if (fields["method"].get(method) == simdjson::SUCCESS && (method.get(text) || text != "POST"))
@@ -422,7 +440,8 @@ RequestItem parse_request_line(std::string_view line, const InputLocation& where
                          "\" is not supported; only \"/v1/completions\" and \"/v1/chat/completions\""};
       request.api = text == "/v1/completions" ? kApiCompletions : kApiChat;
       object body_fields;
-      if (fields["body"].get(body) || body.get(body_fields)) throw BadRequest{"missing object field 'body'"};
+      if (fields["body"].get(body)) throw BadRequest{"missing object field 'body'"};
+      if (body.get(body_fields)) bad_type("body", body, "an object");
       for (auto field : fields) {
         const std::string_view key = field.key;
         if (key != "custom_id" && key != "method" && key != "url" && key != "body")

@@ -8,10 +8,20 @@
 namespace deepinfer::io {
 
 void check_input_files(const std::vector<std::string>& files) {
-  for (const std::string& path : files) {
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& path = files[i];
     std::error_code error;
     const auto status = std::filesystem::status(path, error);
     if (std::filesystem::is_directory(status)) throw std::invalid_argument("input " + path + " is a directory, not a JSONL file");
+    // Checked before opening: opening a FIFO would wait for a writer. The job reads its inputs
+    // twice (their checksums for job.json, then the requests), which a pipe cannot give.
+    if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+      throw std::invalid_argument(
+          "input " + path + " is not a regular file (a pipe, FIFO or device): the job reads its inputs twice; write it to a file first");
+    for (std::size_t j = 0; j < i; ++j) {
+      if (std::filesystem::exists(status) && std::filesystem::equivalent(files[j], path, error))
+        throw std::invalid_argument("input " + path + " is named twice (also as " + files[j] + "): every request would be a duplicate");
+    }
     std::FILE* file = std::fopen(path.c_str(), "rb");
     if (!file) throw std::invalid_argument("cannot open input " + path + ": " + std::strerror(errno));
     std::fclose(file);

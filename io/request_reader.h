@@ -40,8 +40,9 @@ std::string location_id(const InputLocation& where);
 // Thread-safe (one simdjson parser per thread).
 RequestItem parse_request_line(std::string_view line, const InputLocation& where, const RequestParseOptions& options);
 
-// Throws std::invalid_argument naming the first path that is a directory or cannot be opened
-// for reading, so a job can refuse its inputs before it creates anything.
+// Throws std::invalid_argument naming the first path that is a directory, not a regular file
+// (a pipe, FIFO or device), the same file as an earlier one, or cannot be opened for reading,
+// so a job can refuse its inputs before it creates anything.
 void check_input_files(const std::vector<std::string>& files);
 
 class RequestReader final {

@@ -1,5 +1,8 @@
 #include "launch/args.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <stdexcept>
 
@@ -54,6 +57,26 @@ int64_t Args::get_int(const std::string& name, int64_t fallback) const {
     used = 0;
   }
   if (used != text.size() || text.empty()) throw std::invalid_argument("option --" + name + " = '" + text + "' is not an integer");
+  return value;
+}
+
+int64_t Args::get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const {
+  const int64_t value = get_int(name, fallback);
+  if (has(name) && (value < lo || value > hi))
+    throw std::invalid_argument("option --" + name + " = " + get(name) + " is out of range [" + std::to_string(lo) + ", " +
+                                std::to_string(hi) + "]");
+  return value;
+}
+
+double Args::get_double(const std::string& name, double fallback, double lo) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name);
+  char* end = nullptr;
+  errno = 0;
+  const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value))
+    throw std::invalid_argument("option --" + name + " = '" + text + "' is not a finite number");
+  if (value < lo) throw std::invalid_argument("option --" + name + " = " + text + " must be >= " + std::to_string(lo));
   return value;
 }
 

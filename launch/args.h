@@ -22,6 +22,10 @@ class Args final {
   std::string get(const std::string& name) const;  // required: throws naming the option
   std::string get_or(const std::string& name, const std::string& fallback) const;
   int64_t get_int(const std::string& name, int64_t fallback) const;
+  // The same, refused (naming the option and value) outside [lo, hi].
+  int64_t get_int(const std::string& name, int64_t fallback, int64_t lo, int64_t hi) const;
+  // A finite number >= lo; text that is not one is refused naming the option.
+  double get_double(const std::string& name, double fallback, double lo) const;
   uint64_t get_uint64(const std::string& name, uint64_t fallback) const;
   std::vector<std::string> all(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }

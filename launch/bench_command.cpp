@@ -132,8 +132,8 @@ Bench parse_bench(const Args& args) {
   b.device = resolve_device(b.config.device);
   b.dtype = resolve_dtype(b.config.dtype, b.device);
   b.model = args.get("model");
-  b.bytes_per_s = std::stod(args.get_or("hbm-tbps", "4.3")) * 1e12;
-  b.flops_per_s = std::stod(args.get_or("tflops", "790")) * 1e12;
+  b.bytes_per_s = args.get_double("hbm-tbps", 4.3, 1e-6) * 1e12;
+  b.flops_per_s = args.get_double("tflops", 790.0, 1e-6) * 1e12;
   if (!(b.bytes_per_s > 0) || !(b.flops_per_s > 0)) throw std::invalid_argument("--hbm-tbps and --tflops must be positive");
   b.breakdown = args.flag("breakdown");
   b.kernel_busy = args.flag("kernel-busy");

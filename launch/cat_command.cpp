@@ -56,6 +56,7 @@ int cat_command(int argc, char** argv) {
   const std::string format = args.get_or("format", "jsonl");
   if (format != "jsonl" && format != "openai") throw std::invalid_argument("--format must be jsonl or openai, got '" + format + "'");
   const std::string dir = args.positionals()[0];
+  if (std::error_code error; !fs::is_directory(dir, error)) throw std::invalid_argument(dir + " is not a directory (a job's --output)");
   const int world = results_world_size(dir);
   std::vector<std::unique_ptr<io::RecordReader>> readers;
   for (int rank = 0; rank < world; ++rank) {

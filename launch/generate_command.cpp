@@ -19,6 +19,7 @@
 #include "model/checkpoint_writer.h"
 #include "model/expert_parallel.h"
 #include "model/model_config.h"
+#include "pipeline/job_files.h"
 #include "pipeline/manifest.h"
 #include "pipeline/mpi_communicator.h"
 #include "pipeline/nccl_communicator.h"
@@ -115,6 +116,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   if (inputs.empty()) throw std::invalid_argument("missing required option --input (may be repeated)");
   const std::string output = args.get("output");
   io::check_input_files(inputs);  // before the model loads and the output directory exists
+  pipeline::check_output_dir(output);
   const at::Device device = resolve_device(config.device, mpi.local_rank());
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 

@@ -17,13 +17,17 @@ std::set<std::string> job_value_options() {
 pipeline::JobConfig job_config_from(const Args& args) {
   pipeline::JobConfig c = args.has("job") ? pipeline::JobConfig::load(args.get("job")) : pipeline::JobConfig{};
   c.seed = args.get_uint64("seed", c.seed);
-  c.max_num_seqs = static_cast<int32_t>(args.get_int("max-num-seqs", c.max_num_seqs));
-  c.max_num_batched_tokens = static_cast<int32_t>(args.get_int("max-num-batched-tokens", c.max_num_batched_tokens));
-  c.num_blocks = static_cast<int32_t>(args.get_int("num-blocks", c.num_blocks));
-  c.max_model_len = static_cast<int32_t>(args.get_int("max-model-len", c.max_model_len));
+  using pipeline::IntRange;
+  const auto get = [&](const char* name, int32_t fallback, IntRange range) {
+    return static_cast<int32_t>(args.get_int(name, fallback, range.lo, range.hi));  // in int32 range: no wrap
+  };
+  c.max_num_seqs = get("max-num-seqs", c.max_num_seqs, pipeline::kMaxNumSeqsRange);
+  c.max_num_batched_tokens = get("max-num-batched-tokens", c.max_num_batched_tokens, pipeline::kMaxNumBatchedTokensRange);
+  c.num_blocks = get("num-blocks", c.num_blocks, pipeline::kNumBlocksRange);
+  c.max_model_len = get("max-model-len", c.max_model_len, pipeline::kMaxModelLenRange);
   c.device = args.get_or("device", c.device);
   c.dtype = args.get_or("dtype", c.dtype);
-  if (args.has("deadline")) c.deadline_s = std::stod(args.get("deadline"));
+  if (args.has("deadline")) c.deadline_s = args.get_double("deadline", 0.0, 0.0);
   if (args.flag("no-overlap")) c.overlap = false;
   if (args.flag("no-cuda-graphs")) c.cuda_graphs = false;
   if (args.flag("batch-invariant")) c.batch_invariant = true;

@@ -1,5 +1,7 @@
 #include "pipeline/admission.h"
 
+#include <algorithm>
+
 #include "engine/sampler_noise.h"
 #include "pipeline/record_builder.h"
 
@@ -40,6 +42,35 @@ std::string length_error(const io::RequestLine& request, const engine::Scheduler
          std::to_string(limit - prompt);
 }
 
+// Why no token could ever be sampled for the request at some output position (empty if one
+// can): its bans leave no token of the vocabulary (or of its allowed list), or, while
+// min_tokens holds the stop tokens back, no token but those. The sampler would find no
+// candidate; such a request becomes an error record instead.
+std::string ban_error(const io::RequestLine& request, int32_t eos_token_id, int64_t vocab_size) {
+  std::vector<int32_t> banned = request.banned_token_ids;
+  std::vector<int32_t> stops = request.stop_token_ids;
+  if (!request.ignore_eos && eos_token_id >= 0) stops.push_back(eos_token_id);
+  const auto where = request.input.file + ":" + std::to_string(request.input.line) + ": ";
+  const auto left = [&](const std::vector<int32_t>& out) {  // a token outside `out` that may be sampled
+    std::vector<int32_t> sorted = out;
+    std::sort(sorted.begin(), sorted.end());
+    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+    const auto is_out = [&](int32_t id) { return std::binary_search(sorted.begin(), sorted.end(), id); };
+    if (!request.allowed_token_ids.empty())
+      return std::any_of(request.allowed_token_ids.begin(), request.allowed_token_ids.end(), [&](int32_t id) { return !is_out(id); });
+    if (vocab_size <= 0) return true;  // unknown vocabulary: not checked
+    const auto inside = std::count_if(sorted.begin(), sorted.end(), [&](int32_t id) { return id >= 0 && id < vocab_size; });
+    return inside < vocab_size;
+  };
+  const std::string pool = request.allowed_token_ids.empty() ? "token of the vocabulary" : "id in 'allowed_token_ids'";
+  if (!left(banned)) return where + "every " + pool + " is banned: no token could be sampled";
+  banned.insert(banned.end(), stops.begin(), stops.end());
+  if (request.min_tokens > 0 && !left(banned))
+    return where + "min_tokens = " + std::to_string(request.min_tokens) +
+           " holds the stop tokens (eos, stop_token_ids) back, and every other " + pool + " is banned: no token could be sampled";
+  return "";
+}
+
 io::RequestReader::Options reader_options(const io::RequestParseOptions& parse) {
   io::RequestReader::Options options;  // the reader's defaults otherwise
   options.parse = parse;
@@ -75,6 +106,10 @@ void Admission::admit(engine::Scheduler& scheduler, LiveRequests& live) {
     }
     auto& request = std::get<io::RequestLine>(item);
     if (const std::string error = length_error(request, scheduler); !error.empty()) {
+      write_(index, rejected_record(request, error));
+      continue;
+    }
+    if (const std::string error = ban_error(request, scheduler.options().eos_token_id, options_.parse.vocab_size); !error.empty()) {
       write_(index, rejected_record(request, error));
       continue;
     }

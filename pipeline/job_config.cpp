@@ -13,7 +13,8 @@ namespace {
   throw std::invalid_argument(origin + ": '" + std::string(key) + "' " + what);
 }
 
-int32_t read_int(const std::string& origin, std::string_view key, simdjson::dom::element value, int64_t lo, int64_t hi) {
+int32_t read_int(const std::string& origin, std::string_view key, simdjson::dom::element value, IntRange range) {
+  const int64_t lo = range.lo, hi = range.hi;
   int64_t number;
   if (value.get(number)) fail(origin, key, "must be an integer, got " + simdjson::minify(value));
   if (number < lo || number > hi)
@@ -23,7 +24,15 @@ int32_t read_int(const std::string& origin, std::string_view key, simdjson::dom:
 
 }  // namespace
 
-JobConfig JobConfig::load(const std::string& path) { return parse(io::read_file(path), path); }
+JobConfig JobConfig::load(const std::string& path) {
+  std::string text;
+  try {
+    text = io::read_file(path);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("job file: ") + e.what());  // a wrong --job is a bad argument
+  }
+  return parse(text, path);
+}
 
 JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
   simdjson::dom::parser parser;
@@ -35,13 +44,13 @@ JobConfig JobConfig::parse(const std::string& json, const std::string& origin) {
     const std::string_view key = field.key;
     const simdjson::dom::element value = field.value;
     if (key == "max_num_seqs")
-      c.max_num_seqs = read_int(origin, key, value, 1, 1 << 20);
+      c.max_num_seqs = read_int(origin, key, value, kMaxNumSeqsRange);
     else if (key == "max_num_batched_tokens")
-      c.max_num_batched_tokens = read_int(origin, key, value, 1, 1 << 24);
+      c.max_num_batched_tokens = read_int(origin, key, value, kMaxNumBatchedTokensRange);
     else if (key == "num_blocks")
-      c.num_blocks = read_int(origin, key, value, 2, 1 << 30);
+      c.num_blocks = read_int(origin, key, value, kNumBlocksRange);
     else if (key == "max_model_len")
-      c.max_model_len = read_int(origin, key, value, 2, 1 << 30);
+      c.max_model_len = read_int(origin, key, value, kMaxModelLenRange);
     else if (key == "seed") {
       uint64_t seed;
       if (value.get(seed)) fail(origin, key, "must be a non-negative integer, got " + simdjson::minify(value));
@@ -83,8 +92,15 @@ void JobConfig::validate() const {
     throw std::invalid_argument("device must be auto, cpu or cuda, got '" + device + "'");
   if (dtype != "auto" && dtype != "float32" && dtype != "bfloat16")
     throw std::invalid_argument("dtype must be auto, float32 or bfloat16, got '" + dtype + "'");
-  if (max_num_seqs < 1 || max_num_batched_tokens < 1 || num_blocks < 2 || max_model_len < 2)
-    throw std::invalid_argument("max_num_seqs, max_num_batched_tokens >= 1, num_blocks >= 2 and max_model_len >= 2 are required");
+  const auto check = [](const char* name, int64_t value, IntRange range) {
+    if (value < range.lo || value > range.hi)
+      throw std::invalid_argument(std::string(name) + " = " + std::to_string(value) + " is out of range [" + std::to_string(range.lo) +
+                                  ", " + std::to_string(range.hi) + "]");
+  };
+  check("max_num_seqs", max_num_seqs, kMaxNumSeqsRange);
+  check("max_num_batched_tokens", max_num_batched_tokens, kMaxNumBatchedTokensRange);
+  check("num_blocks", num_blocks, kNumBlocksRange);
+  check("max_model_len", max_model_len, kMaxModelLenRange);
   if (batch_invariant && keep_fp8_linears)
     throw std::invalid_argument(
         "batch_invariant and keep_fp8_linears exclude each other: the FP8 GEMM (cuBLASLt) picks its algorithm from the batch's row "

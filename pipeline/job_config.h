@@ -9,6 +9,13 @@
 
 namespace deepinfer::pipeline {
 
+// The accepted range of each integer setting, in a job file and on the command line.
+struct IntRange {
+  int64_t lo, hi;
+};
+inline constexpr IntRange kMaxNumSeqsRange{1, 1 << 20}, kMaxNumBatchedTokensRange{1, 1 << 24}, kNumBlocksRange{2, 1 << 30},
+    kMaxModelLenRange{2, 1 << 30};
+
 struct JobConfig {
   int32_t max_num_seqs = 64;
   int32_t max_num_batched_tokens = 4096;

@@ -1,8 +1,14 @@
 #include "pipeline/job_files.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
+
+#include <simdjson.h>
 
 #include "io/durable_file.h"
 #include "io/output_verify.h"
@@ -45,6 +51,22 @@ std::map<int64_t, std::string> read_finished_ahead(const std::string& path, int6
 
 }  // namespace
 
+void check_output_dir(const std::string& out_dir) {
+  if (out_dir.empty()) throw std::invalid_argument("--output is empty");
+  std::error_code error;
+  const fs::path dir(out_dir);
+  if (fs::is_symlink(fs::symlink_status(dir, error)) && !fs::exists(dir, error))
+    throw std::invalid_argument("--output " + out_dir + " is a symbolic link to a missing path");
+  fs::path existing = dir;
+  while (!existing.empty() && !fs::exists(existing, error)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, error))
+    throw std::invalid_argument(existing == dir ? "--output " + out_dir + " exists and is not a directory"
+                                                : "--output " + out_dir + ": " + existing.string() + " is not a directory");
+  if (::access(existing.c_str(), W_OK | X_OK) != 0)
+    throw std::invalid_argument("--output " + out_dir + ": cannot write in " + existing.string() + ": " + std::strerror(errno));
+}
+
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options) {
   const fs::path dir(out_dir);
@@ -72,6 +94,11 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   if (!fs::exists(job_path)) throw std::invalid_argument("--resume: " + out_dir + " has no job.json; start it without --resume");
   std::string previous = io::read_file(job_path.string());
   if (!previous.empty() && previous.back() == '\n') previous.pop_back();
+  simdjson::dom::parser parser;
+  simdjson::dom::object previous_object;
+  if (const auto error = parser.parse(previous).get(previous_object))
+    throw std::invalid_argument("--resume: " + job_path.string() + " is damaged (not a JSON object: " + simdjson::error_message(error) +
+                                "); this directory cannot be resumed: start the job with another --output");
   if (previous != job_json)
     throw std::invalid_argument("--resume: the job differs from the one in " + job_path.string() + ": " +
                                 io::first_field_difference(previous, job_json) + " (was vs now)");

@@ -37,6 +37,10 @@ struct ResumeState {
 // every complete record of the results file and truncates the rest, and reads back the
 // complete frames of the waiting file. A resume of a directory that a killed start left
 // without job.json or results starts the job; results without job.json are refused.
+// Throws std::invalid_argument naming OUT unless it is (or can be made as) a writable directory:
+// not empty, not a file, not a dangling link, under a directory this process may write.
+void check_output_dir(const std::string& out_dir);
+
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options);
 

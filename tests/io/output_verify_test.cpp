@@ -91,6 +91,10 @@ TEST(OutputVerifyTest, UnreadableInputExitsTwo) {
   const auto report = verify_output_dirs(tmp.file("a"), tmp.file("d"));
   EXPECT_EQ(report.exit_code(), 2) << report.message;
   EXPECT_NE(report.message.find("results-00000-of-00001.jsonl.zst"), std::string::npos) << report.message;
+  write_dir(tmp.file("m"), kRecords, "not json");
+  const auto damaged = verify_output_dirs(tmp.file("a"), tmp.file("m"));
+  EXPECT_EQ(damaged.exit_code(), 2) << damaged.message;
+  EXPECT_NE(damaged.message.find("manifest.json is not a JSON object"), std::string::npos) << damaged.message;
 }
 
 }  // namespace

@@ -40,6 +40,26 @@ TEST(RecordFileTest, RoundTripAndPartialIsRenamed) {
   EXPECT_EQ(read_all_records(path), records);
 }
 
+TEST(RecordFileTest, AFileWithoutRecordsHoldsAnEmptyFrame) {
+  testing::TempDir dir;
+  const RecordWriter::Options options{.level = 3, .records_per_frame = 8};
+  const std::string path = write_records(dir, "empty.jsonl.zst", {}, 8);
+  EXPECT_GT(std::filesystem::file_size(path), 0u) << "a zero-byte file is not a zstd stream (zstd -dc fails on it)";
+  EXPECT_TRUE(read_all_records(path).empty());
+  // Resumed from a .partial of zero bytes (killed before its first frame): the same file.
+  RecordWriter(dir.file("r.jsonl.zst"), options).flush();
+  RecordWriter::resume(dir.file("r.jsonl.zst"), 0, options)->close();
+  EXPECT_EQ(read_file(dir.file("r.jsonl.zst")), read_file(path));
+  // Resumed after records: nothing more is added at the close.
+  const std::string full = write_records(dir, "full.jsonl.zst", make_records(3), 8);
+  RecordWriter first(dir.file("f.jsonl.zst"), options);
+  for (const auto& r : make_records(3)) first.append(r);
+  first.flush();
+  const auto valid = std::filesystem::file_size(dir.file("f.jsonl.zst.partial"));
+  RecordWriter::resume(dir.file("f.jsonl.zst"), valid, options)->close();
+  EXPECT_EQ(read_file(dir.file("f.jsonl.zst")), read_file(full));
+}
+
 TEST(RecordFileTest, SameRecordsGiveSameBytes) {
   testing::TempDir dir;
   const auto records = make_records(50);

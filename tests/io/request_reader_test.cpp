@@ -139,6 +139,13 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {"prompt": [1]}})",
                 "field 'method' must be \"POST\""},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions"})", "missing object field 'body'"},
+        BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": "x"})", "field 'body' must be an object, got a string"},
+        BadCase{R"({"id": "c", "url": "/v1/completions", "body": {"prompt": [1]}})", "takes its id as 'custom_id', not 'id'"},
+        BadCase{R"({"custom_id": "c", "id": "d", "url": "/v1/completions", "body": {"prompt": [1]}})",
+                "give 'custom_id' or 'id', not both"},
+        BadCase{R"({"prompt_token_ids": null})", "must be an array of token ids, got null"},
+        BadCase{R"({"prompt_token_ids": [1], "temperature": 1e-30})", "field 'temperature' = 1e-30 is below 1e-6"},
+        BadCase{R"({"prompt_token_ids": [1], "top_p": 1e-300})", "field 'top_p' = 1e-300 is below the smallest float32"},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "custom_id": "d"}})", "not allowed inside body"},
         BadCase{R"({"custom_id": "c", "url": "/v1/completions", "body": {"prompt": [1], "best_of": 2}})", "unknown field 'body.best_of'"}));
 
@@ -343,8 +350,8 @@ TEST(RequestReaderTest, CountsTheBytesOfTheLinesReadAgainstTheInputsTotal) {
   ASSERT_TRUE(reader.next(&item));
   EXPECT_FALSE(reader.next(&item));
   EXPECT_EQ(reader.bytes_read(), total);
-  // Not a regular file (a pipe, a device): the total is unknown.
-  EXPECT_EQ(RequestReader({a, "/dev/null"}, {}).total_bytes(), -1);
+  // Not a regular file (a pipe, a device): refused, as the job reads its inputs twice.
+  EXPECT_THROW(RequestReader({a, "/dev/null"}, {}), std::invalid_argument);
 }
 
 TEST(RequestReaderTest, MissingFileOrDirectoryIsRefusedAtConstructionNamingIt) {
@@ -389,6 +396,7 @@ TEST(RequestLineTest, ChatLinesAreRenderedInTheDeepSeekFormatAndTokenized) {
            {R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]})",
             "the last message must be the user's"},
            {R"({"messages": [{"content": "x"}]})", "field 'messages[0]' has no 'role'"},
+           {R"({"messages": [{"role": "user"}]})", "field 'messages[0]' (role 'user') has no 'content'"},
            {R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})", "unknown field 'messages[0].tool_calls'"},
            {R"({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "not {\"type\": \"text\""},
            {R"({"messages": [{"role": "user", "content": "x"}], "prompt": "y"})", "'body.prompt' is not part of a chat request"},

@@ -36,5 +36,29 @@ TEST(ArgsTest, ErrorsNameTheOption) {
   EXPECT_THROW(parse({}).get("input"), std::invalid_argument);
 }
 
+TEST(ArgsTest, RangesAndNumbersAreCheckedNotWrapped) {
+  EXPECT_EQ(parse({"--n", "7"}).get_int("n", 0, 1, 8), 7);
+  EXPECT_EQ(parse({}).get_int("n", 0, 1, 8), 0) << "the fallback is not range-checked";
+  for (const char* text : {"0", "9", "4294967297"}) {
+    try {
+      parse({"--n", text}).get_int("n", 1, 1, 8);
+      ADD_FAILURE() << text << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("option --n = ") + text + " is out of range [1, 8]");
+    }
+  }
+  EXPECT_DOUBLE_EQ(parse({"--n", "2.5"}).get_double("n", 0.0, 0.0), 2.5);
+  EXPECT_DOUBLE_EQ(parse({}).get_double("n", 4.0, 0.0), 4.0);
+  for (const char* text : {"abc", "", "1e400", "nan", "inf", "3s"}) {
+    try {
+      parse({"--n", text}).get_double("n", 0.0, 0.0);
+      ADD_FAILURE() << "'" << text << "' accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("option --n = '") + text + "' is not a finite number");
+    }
+  }
+  EXPECT_THROW(parse({"--n", "-1"}).get_double("n", 0.0, 0.0), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace deepinfer::launch

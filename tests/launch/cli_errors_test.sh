@@ -38,6 +38,45 @@ cp -r "$tmp/model" "$tmp/badconfig"
 echo '{"vocab_size": "many"}' >"$tmp/badconfig/config.json"
 expect_bad bad_config "vocab_size" --model "$tmp/badconfig" --input "$tmp/in.jsonl"
 
+# Inputs a job cannot read twice (a pipe, a FIFO) or names twice; options that do not parse or
+# fit (no silent wrap to 32 bits); a job file that is not there.
+expect_bad pipe "is not a regular file" --model "$tmp/model" --input <(cat "$tmp/in.jsonl")
+mkfifo "$tmp/fifo"
+expect_bad fifo "input $tmp/fifo is not a regular file" --model "$tmp/model" --input "$tmp/fifo"
+expect_bad twice "is named twice" --model "$tmp/model" --input "$tmp/in.jsonl" --input "$tmp/inputs/../in.jsonl"
+expect_bad seqs_wrap "option --max-num-seqs = 4294967297 is out of range [1, 1048576]" --model "$tmp/model" --input "$tmp/in.jsonl" \
+  --max-num-seqs 4294967297
+expect_bad deadline_text "option --deadline = 'abc' is not a finite number" --model "$tmp/model" --input "$tmp/in.jsonl" --deadline abc
+expect_bad deadline_negative "option --deadline = -1 must be >= 0" --model "$tmp/model" --input "$tmp/in.jsonl" --deadline -1
+"$bin" generate --model "$tmp/model" --input "$tmp/in.jsonl" --job "$tmp/nope.json" --output "$tmp/out" 2>"$tmp/job.log"
+[ $? = 2 ] && grep -qF "job file: cannot open $tmp/nope.json" "$tmp/job.log" || { echo "FAIL: missing --job file"; cat "$tmp/job.log"; fail=1; }
+
+# An --output that cannot be a directory: exit 2 naming it, before the model loads.
+touch "$tmp/afile"
+ln -s "$tmp/nowhere" "$tmp/dangling"
+for case in "afile:exists and is not a directory" "afile/sub:$tmp/afile is not a directory" "dangling:symbolic link to a missing path"; do
+  "$bin" generate --model "$tmp/model" --input "$tmp/in.jsonl" "${job[@]}" --output "$tmp/${case%%:*}" 2>"$tmp/output.log"
+  rc=$?
+  [ "$rc" = 2 ] && grep -qF -- "${case#*:}" "$tmp/output.log" || { echo "FAIL: --output $tmp/${case%%:*}: exit $rc"; cat "$tmp/output.log"; fail=1; }
+done
+"$bin" cat "$tmp/nowhere" >/dev/null 2>"$tmp/cat.log"; rc=$?
+[ "$rc" = 2 ] && grep -qF "$tmp/nowhere is not a directory" "$tmp/cat.log" || { echo "FAIL: cat of a missing directory: exit $rc"; cat "$tmp/cat.log"; fail=1; }
+
+# Bans that leave no token: an error record, and the job goes on. An empty input: a results file
+# that zstd reads (no records).
+python3 -c 'import json; print(json.dumps({"id": "all", "prompt_token_ids": [5], "max_tokens": 2, "banned_token_ids": list(range(512))}))' >"$tmp/ban.jsonl"
+python3 -c 'import json; print(json.dumps({"id": "stops", "prompt_token_ids": [5], "max_tokens": 2, "min_tokens": 1, "stop_token_ids": [7], "allowed_token_ids": [7, 8], "banned_token_ids": [8]}))' >>"$tmp/ban.jsonl"
+cat "$tmp/in.jsonl" >>"$tmp/ban.jsonl"
+"$bin" generate --model "$tmp/model" --input "$tmp/ban.jsonl" "${job[@]}" --output "$tmp/ban" 2>"$tmp/ban.log" || { echo "FAIL: bans"; cat "$tmp/ban.log"; fail=1; }
+records=$(zstd -dc "$tmp/ban/results-00000-of-00001.jsonl.zst")
+for want in '"id":"all".*"finish_reason":"error".*every token of the vocabulary is banned' \
+  '"id":"stops".*"finish_reason":"error".*min_tokens = 1 holds the stop tokens' '"id":"a"'; do
+  grep -q "$want" <<<"$records" || { echo "FAIL: no record matching $want"; echo "$records"; fail=1; }
+done
+: >"$tmp/empty.jsonl"
+"$bin" generate --model "$tmp/model" --input "$tmp/empty.jsonl" "${job[@]}" --output "$tmp/empty" 2>/dev/null || { echo "FAIL: empty input"; fail=1; }
+n=$(zstd -dc "$tmp/empty/results-00000-of-00001.jsonl.zst" | wc -l) && [ "$n" = 0 ] || { echo "FAIL: zstd -dc of an empty job's results"; fail=1; }
+
 # --resume of a finished job changes nothing, summary.json included.
 "$bin" generate --model "$tmp/model" --input "$tmp/in.jsonl" "${job[@]}" --output "$tmp/done" 2>/dev/null || { echo "FAIL: generate"; exit 1; }
 cp "$tmp/done/summary.json" "$tmp/summary.before"
