@@ -281,7 +281,11 @@ SampleResult ModelRunner::run_step(model::ForwardBatch& batch, const at::Tensor&
   if (debug_logits_) dump_logits(debug_logits_.get(), logits, sampling);
   if (options_.model.clock != nullptr) options_.model.clock->enter(model::ForwardPart::kSampler, -1);
   sampled = sample(logits, *params);
-  last_tokens_.narrow(0, 0, sampled.tokens.size(0)).copy_(sampled.tokens);
+  // A row without a candidate (-1: only NaN or -inf logits; admission refuses requests whose bans
+  // leave none) goes on as token 0, so that the next step's embedding never reads out of range
+  // (a device-side assert on CUDA); process() then reports the -1 as an internal error.
+  at::Tensor kept = last_tokens_.narrow(0, 0, sampled.tokens.size(0));
+  at::clamp_min_out(kept, sampled.tokens, 0);
   return sampled;
 }
 

@@ -118,7 +118,8 @@ std::vector<CommittedToken> Scheduler::process(const StepResult& result) {
     const SampledToken& want = record.rows[i];
     ENGINE_ASSERT(got.seq_id == want.seq_id && got.epoch == want.epoch, "step ", result.step, " row ", i, " is (seq ", got.seq_id,
                   ", epoch ", got.epoch, "), scheduled was (seq ", want.seq_id, ", epoch ", want.epoch, ")");
-    ENGINE_ASSERT(got.token_id >= 0, "step ", result.step, " row ", i, " has token id ", got.token_id);
+    ENGINE_ASSERT(got.token_id >= 0, "step ", result.step, " row ", i, " (seq ", got.seq_id, ") has token id ", got.token_id,
+                  ": no token could be sampled (every candidate's logit was -inf or NaN)");
   }
   unprocessed_.pop_front();
 

@@ -112,6 +112,24 @@ TEST(ModelRunnerTest, LogitBiasBannedAndAllowedTokensSteerTheGreedyChoice) {
   EXPECT_EQ(t.runner.execute(prefill(3, {2}, 1, allowed))->wait().result.tokens.at(0).token_id, third);
 }
 
+// A row with no candidate (every token banned; admission refuses such requests, so only NaN
+// logits could do it) reaches the host as -1, and the next step, whose pending token it is,
+// runs on token 0 instead of reading the embedding out of range.
+TEST(ModelRunnerTest, ARowWithoutACandidateIsMinusOneAndTheNextStepStillRuns) {
+  TinyRunner t;
+  SamplingParams none = greedy();
+  for (int32_t id = 0; id < t.config.vocab_size; ++id) none.banned_token_ids.push_back(id);
+  EXPECT_EQ(t.runner.execute(prefill(0, {1}, 1, none))->wait().result.tokens.at(0).token_id, -1);
+  SchedulerOutput next = prefill(1, {1}, 1);
+  next.kind = StepKind::kDecode;
+  next.seqs[0].num_query_tokens = 1;
+  next.seqs[0].start_pos = 3;
+  next.seqs[0].query_token_ids = {kPendingToken};
+  next.seqs[0].output_index = 1;
+  next.num_batched_tokens = 1;
+  EXPECT_EQ(t.runner.execute(next)->wait().result.tokens.size(), 1u);
+}
+
 // The prompt's logprobs from the model's logits at every prompt row (one forward, all rows
 // sampled), float64 log-softmax: position p + 1's from row p.
 std::vector<double> reference_prompt_logprobs(TinyRunner& t, const std::vector<int32_t>& prompt) {
