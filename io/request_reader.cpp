@@ -1,5 +1,7 @@
 #include "io/request_reader.h"
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -101,6 +103,36 @@ bool RequestReader::read_line(std::string* line, bool* too_long) {
   }
 }
 
+// Whether `id` has the form FILE:LINE of one of the job's inputs (FILE as given).
+bool RequestReader::is_location_form(const std::string& id) const {
+  const auto colon = id.rfind(':');
+  if (colon == std::string::npos || colon + 1 == id.size()) return false;
+  if (!std::all_of(id.begin() + static_cast<std::ptrdiff_t>(colon) + 1, id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  return std::find(files_.begin(), files_.end(), id.substr(0, colon)) != files_.end();
+}
+
+// Every record's id is unique in the job. A line's own location (FILE:LINE) is its default id,
+// and the id of an error record without a readable id; so another line may not take that form
+// as its id, and an id seen before, on a good line or a bad one, is a duplicate. Such a line
+// becomes an error record under its own location.
+void RequestReader::keep_ids_unique(RequestItem* item, const InputLocation& where) {
+  const std::string own = location_id(where);
+  auto* error = std::get_if<RequestError>(item);
+  const std::string id = error ? error->id : std::get<RequestLine>(*item).id;
+  const std::string reason = error ? error->message.substr(own.size() + 2) : "";  // the parse error without "FILE:LINE: "
+  const auto replace = [&](const std::string& why) {
+    *item = RequestError{own, where, own + ": " + why + (reason.empty() ? "" : "; and: " + reason)};
+  };
+  if (id == own) return;
+  if (is_location_form(id)) {
+    replace("id '" + id + "' has the form FILE:LINE of an input line, which the job keeps for lines without an id");
+    return;
+  }
+  const auto first = seen_ids_.insert(id, {static_cast<uint32_t>(file_index_), line_number_});
+  if (first) replace("duplicate id '" + id + "' (first at " + files_[first->file] + ":" + std::to_string(first->line) + ")");
+}
+
 bool RequestReader::next(RequestItem* item) {
   std::string line;
   for (;;) {
@@ -122,14 +154,7 @@ bool RequestReader::next(RequestItem* item) {
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // blank line
     *item = parse_request_line(line, where, options_.parse);
-    if (auto* request = std::get_if<RequestLine>(item)) {
-      const auto first = seen_ids_.insert(request->id, {static_cast<uint32_t>(file_index_), line_number_});
-      if (first) {  // the error record takes the line's location as its id: ids stay unique
-        *item = RequestError{location_id(where), where,
-                             location_id(where) + ": duplicate id '" + request->id + "' (first at " + files_[first->file] + ":" +
-                                 std::to_string(first->line) + ")"};
-      }
-    }
+    keep_ids_unique(item, where);
     return true;
   }
 }

@@ -71,6 +71,8 @@ class RequestReader final {
   bool read_line(std::string* line, bool* too_long);
   bool fill_buffer();
   bool open_next_file();
+  bool is_location_form(const std::string& id) const;
+  void keep_ids_unique(RequestItem* item, const InputLocation& where);
   std::vector<std::string> files_;
   Options options_;
   std::size_t file_index_ = 0;

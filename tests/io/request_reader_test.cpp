@@ -299,6 +299,28 @@ TEST(RequestReaderTest, DuplicateIdsAcrossFilesAreErrors) {
   EXPECT_NE(error.message.find(b + ":2: duplicate id 'x' (first at " + a + ":1)"), std::string::npos) << error.message;
 }
 
+// Ids stay unique whatever the lines: a bad line's readable id counts as seen, and no line may
+// take the FILE:LINE form that lines without an id (and error records) get, but its own.
+TEST(RequestReaderTest, EveryRecordsIdIsUnique) {
+  testing::TempDir dir;
+  const auto g = dir.write("g.jsonl", "{\"prompt_token_ids\": [1]}\n{\"id\": \"x\", \"prompt_token_ids\": []}\nnot json\n");
+  const auto h = dir.file("h.jsonl");
+  dir.write("h.jsonl", "{\"id\": \"" + g + ":3\", \"prompt_token_ids\": [1]}\n{\"id\": \"x\", \"prompt_token_ids\": [2]}\n{\"id\": \"" + h +
+                           ":3\", \"prompt_token_ids\": [3]}\n{\"id\": \"" + g + ":1\", \"prompt_token_ids\": [4]}\n");
+  const auto items = read_all({g, h});
+  ASSERT_EQ(items.size(), 7u);
+  const auto id_of = [](const RequestItem& item) {
+    return std::holds_alternative<RequestLine>(item) ? std::get<RequestLine>(item).id : std::get<RequestError>(item).id;
+  };
+  const std::vector<std::string> expected = {g + ":1", "x", g + ":3", h + ":1", h + ":2", h + ":3", h + ":4"};
+  for (std::size_t i = 0; i < items.size(); ++i) EXPECT_EQ(id_of(items[i]), expected[i]) << i;
+  EXPECT_TRUE(std::holds_alternative<RequestLine>(items[5])) << "a line may name itself";
+  const auto message = [&](std::size_t i) { return std::get<RequestError>(items[i]).message; };
+  EXPECT_NE(message(3).find(h + ":1: id '" + g + ":3' has the form FILE:LINE of an input line"), std::string::npos) << message(3);
+  EXPECT_NE(message(4).find(h + ":2: duplicate id 'x' (first at " + g + ":2)"), std::string::npos) << message(4);
+  EXPECT_NE(message(6).find("has the form FILE:LINE"), std::string::npos) << message(6);
+}
+
 TEST(RequestReaderTest, OverlongLineIsAnErrorAndTheNextLineIsRead) {
   testing::TempDir dir;
   std::string tokens(5000, '1');
