@@ -1,8 +1,8 @@
 #include "launch/args.h"
 
-#include <cerrno>
+#include <charconv>
 #include <cmath>
-#include <cstdlib>
+#include <cstdio>
 #include <iterator>
 #include <stdexcept>
 
@@ -71,12 +71,17 @@ int64_t Args::get_int(const std::string& name, int64_t fallback, int64_t lo, int
 double Args::get_double(const std::string& name, double fallback, double lo) const {
   if (!has(name)) return fallback;
   const std::string text = get(name);
-  char* end = nullptr;
-  errno = 0;
-  const double value = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value))
+  double value = 0;  // decimal or scientific, nothing around it (no spaces, no hexadecimal)
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range)
+    throw std::invalid_argument("option --" + name + " = '" + text + "' is outside the range of a double");
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
     throw std::invalid_argument("option --" + name + " = '" + text + "' is not a finite number");
-  if (value < lo) throw std::invalid_argument("option --" + name + " = " + text + " must be >= " + std::to_string(lo));
+  if (value < lo) {
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", lo);
+    throw std::invalid_argument("option --" + name + " = " + text + " must be >= " + bound);
+  }
   return value;
 }
 

@@ -9,7 +9,13 @@
 // --kernel-busy: the fraction of the timed job's wall time in which a kernel ran (CUPTI,
 // engine/cuda/kernel_busy.h), with the memcpys and memsets apart, and the kernels by name (the
 // top 25 printed, all in the JSON), CUDA graphs on or off.
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -32,16 +38,23 @@ namespace {
 
 using Range = std::pair<int64_t, int64_t>;
 
+constexpr int64_t kMaxPrompts = int64_t{1} << 22;       // --num-prompts, --warmup-prompts
+constexpr int64_t kMaxPromptTokens = int64_t{1} << 28;  // num-prompts x longest prompt (the prompts file is built in memory)
+
+// A:B (or A alone: A:A), whole decimal integers, 1 <= A <= B.
 Range parse_range(const Args& args, const std::string& name) {
   const std::string text = args.get(name);
   const auto colon = text.find(':');
-  try {
-    const int64_t a = std::stoll(text.substr(0, colon));
-    const int64_t b = colon == std::string::npos ? a : std::stoll(text.substr(colon + 1));
-    if (a >= 1 && b >= a) return {a, b};
-  } catch (const std::exception&) {
-  }
-  throw std::invalid_argument("option --" + name + " = '" + text + "' must be A:B with 1 <= A <= B");
+  const auto whole = [](std::string_view part, int64_t* value) {
+    const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), *value);
+    return !part.empty() && error == std::errc() && end == part.data() + part.size();
+  };
+  int64_t a = 0, b = 0;
+  const std::string_view view(text);
+  const bool parsed = colon == std::string::npos ? whole(view, &a) && whole(view, &b)
+                                                 : whole(view.substr(0, colon), &a) && whole(view.substr(colon + 1), &b);
+  if (parsed && a >= 1 && b >= a) return {a, b};
+  throw std::invalid_argument("option --" + name + " = '" + text + "' must be A:B with 1 <= A <= B (whole numbers)");
 }
 
 // Writes the prompts file; returns the number of prompt and output tokens requested.
@@ -124,11 +137,20 @@ std::function<void(const pipeline::StepTiming&, double)> decode_timer(const Benc
 Bench parse_bench(const Args& args) {
   Bench b;
   b.config = job_config_from(args);
-  b.num_prompts = args.get_int("num-prompts", 0);
-  if (b.num_prompts < 1) throw std::invalid_argument("--num-prompts must be >= 1");
+  if (!args.has("num-prompts")) throw std::invalid_argument("missing required option --num-prompts");
+  b.num_prompts = args.get_int("num-prompts", 0, 1, kMaxPrompts);
   b.input_len = parse_range(args, "input-len");
   b.output_len = parse_range(args, "output-len");
-  b.warmup_prompts = args.get_int("warmup-prompts", std::min<int64_t>(b.num_prompts, b.config.max_num_seqs));
+  // Every request must be able to run: a benchmark of error records measures nothing.
+  if (b.input_len.second + b.output_len.second > b.config.max_model_len)
+    throw std::invalid_argument("--input-len up to " + std::to_string(b.input_len.second) + " plus --output-len up to " +
+                                std::to_string(b.output_len.second) + " tokens exceeds max_model_len " +
+                                std::to_string(b.config.max_model_len) + ": such requests would only be error records");
+  if (b.num_prompts * b.input_len.second > kMaxPromptTokens)
+    throw std::invalid_argument("--num-prompts " + std::to_string(b.num_prompts) + " x --input-len up to " +
+                                std::to_string(b.input_len.second) + " tokens is more than the " + std::to_string(kMaxPromptTokens) +
+                                " prompt tokens a bench writes");
+  b.warmup_prompts = args.get_int("warmup-prompts", std::min<int64_t>(b.num_prompts, b.config.max_num_seqs), 0, kMaxPrompts);
   b.device = resolve_device(b.config.device);
   b.dtype = resolve_dtype(b.config.dtype, b.device);
   b.model = args.get("model");
@@ -146,7 +168,25 @@ Bench parse_bench(const Args& args) {
 
 // The warm-up job (when asked for), then the timed one, on one model runner; the prompts and
 // outputs live in a temporary directory (the timed prompts are copied to `prompts_out` if set).
-BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
+// The temporary directory of a bench's prompts and outputs, removed however the bench ends
+// (a signal included: the jobs stop and return).
+class TempDirectory final {
+ public:
+  TempDirectory() {
+    char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
+    if (!::mkdtemp(pattern)) throw std::runtime_error(std::string("cannot create a temporary directory: ") + std::strerror(errno));
+    path_ = pattern;
+  }
+  ~TempDirectory() { io::remove_tree(path_.string()); }
+  TempDirectory(const TempDirectory&) = delete;
+  TempDirectory& operator=(const TempDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+BenchResult run_jobs(const Bench& b, const std::string& prompts_out, const std::atomic<bool>& stop_requested) {
   const pipeline::MemoryPlan plan = check_memory_plan(b.model, b.config, b.device, b.dtype);
   auto source = pipeline::load_model_source(b.model, b.dtype, b.device, b.config.seed, 0, 1, b.config.keep_fp8_linears);
   if (b.device.is_cuda()) {  // measured, beside the plan's count: what the loaded weights hold on the device
@@ -166,9 +206,8 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
   const model::DecodeCost cost(*source.weights, /*world_size=*/1);
   BenchResult result;
 
-  char pattern[] = "/tmp/deepinfer-bench-XXXXXX";
-  if (!::mkdtemp(pattern)) throw std::runtime_error("cannot create a temporary directory");
-  const std::filesystem::path dir(pattern);
+  const TempDirectory temp;
+  const std::filesystem::path& dir = temp.path();
   auto run = [&](const std::string& name, int64_t n, Range out_len) {
     const std::string prompts = (dir / (name + ".jsonl")).string();
     write_prompts(prompts, n, b.input_len, out_len, model_config.vocab_size, name == "warmup" ? 1 : 0);
@@ -177,6 +216,7 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
     job.inputs = {prompts};
     job.output_dir = (dir / name).string();
     job.job_json = "{}";
+    job.stop_requested = &stop_requested;
     if (name != "timed") return pipeline::GenerateJob(job, runner).run();
     job.on_step = decode_timer(b, cost, result.decode);
     if (meter) meter->start();
@@ -184,7 +224,10 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
     if (meter) result.kernel_busy = meter->stop();
     return outcome;
   };
-  if (b.warmup_prompts > 0) run("warmup", b.warmup_prompts, {1, 16});
+  if (b.warmup_prompts > 0 && run("warmup", b.warmup_prompts, {1, 16}).interrupted) {
+    result.outcome.interrupted = true;
+    return result;
+  }
   timer.reset();
   result.outcome = run("timed", b.num_prompts, b.output_len);
   if (b.breakdown) {
@@ -194,7 +237,6 @@ BenchResult run_jobs(const Bench& b, const std::string& prompts_out) {
   result.graphs = runner.graph_stats();
   print_peak_memory(plan, b.device);
   if (!prompts_out.empty()) std::filesystem::copy_file(dir / "timed.jsonl", prompts_out, std::filesystem::copy_options::overwrite_existing);
-  io::remove_tree(dir.string());
   return result;
 }
 
@@ -385,8 +427,15 @@ int bench_command(int argc, char** argv) {
   value_options.insert({"model", "num-prompts", "input-len", "output-len", "json", "warmup-prompts", "prompts-out", "hbm-tbps", "tflops"});
   Args args(argc, argv, 2, value_options,
             {"no-overlap", "no-cuda-graphs", "batch-invariant", "keep-fp8-linears", "breakdown", "kernel-busy"});
+  std::atomic<bool>& stop_requested = install_stop_handlers();
   const Bench bench = parse_bench(args);
-  const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""));
+  for (const char* option : {"json", "prompts-out"})  // before the run, not after it
+    if (args.has(option)) check_output_file(option, args.get(option));
+  const BenchResult result = run_jobs(bench, args.get_or("prompts-out", ""), stop_requested);
+  if (result.outcome.interrupted) {
+    std::fprintf(stderr, "stopped by a signal: no figures\n");
+    return 130;
+  }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // figures reach a log line by line
   print_figures(bench, result.outcome);
   print_decode(bench, result.decode);

@@ -1,4 +1,6 @@
 // `deepinfer generate`, `deepinfer bench` and `deepinfer init-model`.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <csignal>
@@ -19,6 +21,7 @@
 #include "model/checkpoint_writer.h"
 #include "model/expert_parallel.h"
 #include "model/model_config.h"
+#include "model/weight_specs.h"
 #include "pipeline/job_files.h"
 #include "pipeline/manifest.h"
 #include "pipeline/mpi_communicator.h"
@@ -26,13 +29,6 @@
 
 namespace deepinfer::launch {
 namespace {
-
-std::atomic<bool> g_stop_requested{false};
-
-extern "C" void on_stop_signal(int signal) {
-  g_stop_requested.store(true);
-  std::signal(signal, SIG_DFL);  // a second signal ends the process at once
-}
 
 void print_progress(const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }
 
@@ -107,8 +103,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   auto value_options = job_value_options();
   value_options.insert({"model", "input", "output"});
   // Installed first: a signal during model loading must also leave a resumable directory.
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  std::atomic<bool>& stop_requested = install_stop_handlers();
   Args args(argc, argv, 2, value_options, {"resume", "no-overlap", "no-cuda-graphs", "batch-invariant", "keep-fp8-linears"});
   if (!args.positionals().empty()) throw std::invalid_argument("unexpected argument '" + args.positionals()[0] + "'");
   const auto config = job_config_from(args);
@@ -136,7 +131,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
       return pipeline::LockstepFlags{.busy = all[0], .stop = all[1]};
     };
   }
-  job.stop_requested = &g_stop_requested;
+  job.stop_requested = &stop_requested;
   job.progress = print_progress;
 
   const pipeline::JobOutcome outcome = pipeline::GenerateJob(job, *running->runner).run();
@@ -171,6 +166,48 @@ void write_tiny_tokenizer_for(const model::ModelConfig& config, const std::strin
   std::printf("wrote tokenizer.json (byte-level BPE, %d tokens) to %s\n", tokenizer->vocab_size(), dir.c_str());
 }
 
+// What init-model cannot do, refused before it writes anything: an --output that cannot be a
+// directory or already holds a checkpoint, a checkpoint larger than its filesystem's free
+// space, or a tensor larger than this machine's memory (each is drawn whole).
+void check_init_model(const model::InitModelOptions& options) {
+  namespace fs = std::filesystem;
+  pipeline::check_output_dir(options.output_dir);
+  std::error_code error;
+  if (fs::is_directory(options.output_dir, error)) {
+    for (const auto& entry : fs::directory_iterator(options.output_dir)) {
+      const std::string file = entry.path().filename().string();
+      if (entry.path().extension() == ".safetensors" || file == "model.safetensors.index.json")
+        throw std::invalid_argument("--output " + options.output_dir + " already holds a checkpoint (" + file +
+                                    "); write into an empty or new directory");
+    }
+  }
+  const model::ModelConfig config = model::load_model_config(options.config_path);
+  double total = 0, largest = 0;
+  std::string largest_name;
+  for (const auto& spec : model::weight_specs(config, {options.dense_dtype, options.fp8_linears, options.experts_fp4})) {
+    double stored = static_cast<double>(io::dtype_size(spec.dtype)), drawn = 4;  // drawn in float32
+    for (int64_t d : spec.shape) stored *= static_cast<double>(d);
+    for (int64_t d : spec.logical_shape) drawn *= static_cast<double>(d);
+    total += stored;
+    if (drawn > largest) largest = drawn, largest_name = spec.name;
+  }
+  fs::path existing = fs::absolute(options.output_dir);
+  while (!fs::exists(existing, error)) existing = existing.parent_path();
+  const auto gb = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+    return std::string(text);
+  };
+  const double free = static_cast<double>(fs::space(existing, error).available);
+  if (!error && total > free)
+    throw std::invalid_argument("the checkpoint of " + options.config_path + " takes " + gb(total) + "; " + existing.string() + " has " +
+                                gb(free) + " free");
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGE_SIZE));
+  if (memory > 0 && 2 * largest > memory)
+    throw std::invalid_argument("tensor " + largest_name + " of " + options.config_path + " takes " + gb(largest) +
+                                " as drawn (float32), more than half of this machine's " + gb(memory));
+}
+
 }  // namespace
 
 int generate_command(int argc, char** argv) {
@@ -192,6 +229,7 @@ int init_model_command(int argc, char** argv) {
   options.experts_fp4 = args.flag("experts-fp4");
   options.fp8_linears = args.flag("fp8-linears");
   if (args.flag("float32")) options.dense_dtype = io::DType::kF32;
+  check_init_model(options);
   model::init_model(options);
   std::printf("wrote a random checkpoint (seed %llu) to %s\n", static_cast<unsigned long long>(options.seed), options.output_dir.c_str());
   write_tiny_tokenizer_for(model::load_model_config(options.output_dir), options.output_dir);

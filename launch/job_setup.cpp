@@ -1,6 +1,12 @@
 #include "launch/job_setup.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "engine/cuda/kernels.h"
@@ -9,6 +15,35 @@
 #include "pipeline/nccl_communicator.h"
 
 namespace deepinfer::launch {
+
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+extern "C" void on_stop_signal(int signal) {
+  g_stop_requested.store(true);
+  std::signal(signal, SIG_DFL);  // a second signal ends the process at once
+}
+
+}  // namespace
+
+std::atomic<bool>& install_stop_handlers() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  return g_stop_requested;
+}
+
+void check_output_file(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw std::invalid_argument("--" + option + " is empty");
+  std::error_code error;
+  if (fs::is_directory(path, error)) throw std::invalid_argument("--" + option + " " + path + " is a directory");
+  const fs::path parent = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+  if (!fs::is_directory(parent, error))
+    throw std::invalid_argument("--" + option + " " + path + ": " + parent.string() + " is not a directory");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    throw std::invalid_argument("--" + option + " " + path + ": cannot write in " + parent.string() + ": " + std::strerror(errno));
+}
 
 std::set<std::string> job_value_options() {
   return {"job", "seed", "max-num-seqs", "max-num-batched-tokens", "num-blocks", "max-model-len", "device", "dtype", "deadline"};

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,14 @@
 #include "pipeline/model_source.h"
 
 namespace deepinfer::launch {
+
+// SIGINT/SIGTERM set the returned flag (a job stops admitting, flushes and returns interrupted);
+// a second signal ends the process at once.
+std::atomic<bool>& install_stop_handlers();
+
+// Throws std::invalid_argument naming --`option` unless `path` can be written as a file: not
+// empty, not a directory, in an existing directory this process may write.
+void check_output_file(const std::string& option, const std::string& path);
 
 // Options every model-running command accepts.
 std::set<std::string> job_value_options();

@@ -1,6 +1,7 @@
 #include "pipeline/generate_job.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -95,7 +96,9 @@ bool GenerateJob::deadline_passed() const { return o_.deadline_s && !deadline_hi
 void GenerateJob::abort_what_is_left() {
   deadline_hit_ = true;
   for (engine::SeqId id : scheduler_.unfinished_ids()) scheduler_.cancel(id);
-  admission_->abort_rest("job deadline of " + std::to_string(*o_.deadline_s) + " s reached before the request started");
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%g", *o_.deadline_s);
+  admission_->abort_rest(std::string("job deadline of ") + seconds + " s reached before the request started");
 }
 
 // Whether to run another step. Multi-rank: every rank takes the same branch (the flags are agreed).

@@ -1,11 +1,14 @@
 #include "pipeline/job_files.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 
 #include <simdjson.h>
@@ -49,6 +52,30 @@ std::map<int64_t, std::string> read_finished_ahead(const std::string& path, int6
   return ahead;
 }
 
+// Holds OUT/.lock-RRRRR (flock) for the rest of the process, so that a second job cannot write
+// into the directory of a running one; the kernel drops the lock when the process ends, by
+// kill -9 too. Taken again by the same process (a resume in the same process) it is a no-op.
+void lock_rank_directory(const fs::path& dir, int rank) {
+  static std::mutex mutex;
+  static std::map<std::string, int> held;  // lock file -> descriptor
+  char name[32];
+  std::snprintf(name, sizeof name, ".lock-%05d", rank);
+  const std::string path = fs::weakly_canonical(dir / name).string();
+  std::lock_guard<std::mutex> guard(mutex);
+  if (held.count(path)) return;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK)
+      throw std::invalid_argument("output directory " + dir.string() + " is in use by another running job (rank " + std::to_string(rank) +
+                                  " holds " + path + "); wait for it to end, or choose another --output");
+    throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
+  }
+  held.emplace(path, fd);
+}
+
 }  // namespace
 
 void check_output_dir(const std::string& out_dir) {
@@ -73,6 +100,7 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   const fs::path job_path = dir / "job.json";
   const std::string results = (dir / results_file_name(rank, world_size)).string();
   ResumeState state;
+  if (fs::is_directory(dir)) lock_rank_directory(dir, rank);  // before anything in it is looked at
   // A start killed before rank 0 recorded job.json left at most an empty directory: nothing
   // of the job was kept, so --resume starts it. Results without a job.json cannot be checked.
   const bool nothing_recorded = fs::is_directory(dir) && !fs::exists(job_path) && !fs::exists(results) && !fs::exists(results + ".partial");
@@ -87,6 +115,7 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
       throw std::invalid_argument("output directory " + out_dir +
                                   " already holds a job; pass --resume to continue it, or choose another --output");
     fs::create_directories(dir);
+    lock_rank_directory(dir, rank);
     if (rank == 0) io::write_file_atomically(job_path.string(), job_json + "\n");
     state.writer = std::make_unique<io::RecordWriter>(results, writer_options);
     return state;

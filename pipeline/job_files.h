@@ -7,6 +7,7 @@
 //                                          of the results file (ordered_output.h); removed at the end
 //   OUT/metrics-RRRRR.jsonl.zst            per-step timings
 //   OUT/summary.json, OUT/manifest.json    rank 0, at the end
+//   OUT/.lock-RRRRR                        per rank, flock-ed while a job runs there
 // Owns: naming and the resume decision. Does not own: record contents.
 
 #include <cstdint>
@@ -35,7 +36,8 @@ struct ResumeState {
 // or results, then writes job.json (rank 0) and starts the results file. Resume: requires
 // job.json equal to `job_json` (else throws naming the first differing field), then keeps
 // every complete record of the results file and truncates the rest, and reads back the
-// complete frames of the waiting file. A resume of a directory that a killed start left
+// complete frames of the waiting file. Either way the rank first locks OUT/.lock-RRRRR for
+// the rest of the process (a directory another running job holds is refused, naming it). A resume of a directory that a killed start left
 // without job.json or results starts the job; results without job.json are refused.
 // Throws std::invalid_argument naming OUT unless it is (or can be made as) a writable directory:
 // not empty, not a file, not a dangling link, under a directory this process may write.

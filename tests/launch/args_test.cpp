@@ -49,7 +49,7 @@ TEST(ArgsTest, RangesAndNumbersAreCheckedNotWrapped) {
   }
   EXPECT_DOUBLE_EQ(parse({"--n", "2.5"}).get_double("n", 0.0, 0.0), 2.5);
   EXPECT_DOUBLE_EQ(parse({}).get_double("n", 4.0, 0.0), 4.0);
-  for (const char* text : {"abc", "", "1e400", "nan", "inf", "3s"}) {
+  for (const char* text : {"abc", "", "nan", "inf", "3s", " 5", "0x10"}) {
     try {
       parse({"--n", text}).get_double("n", 0.0, 0.0);
       ADD_FAILURE() << "'" << text << "' accepted";
@@ -57,7 +57,20 @@ TEST(ArgsTest, RangesAndNumbersAreCheckedNotWrapped) {
       EXPECT_EQ(std::string(e.what()), std::string("option --n = '") + text + "' is not a finite number");
     }
   }
-  EXPECT_THROW(parse({"--n", "-1"}).get_double("n", 0.0, 0.0), std::invalid_argument);
+  for (const char* text : {"1e400", "1e-400"}) {
+    try {
+      parse({"--n", text}).get_double("n", 0.0, 0.0);
+      ADD_FAILURE() << text << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), std::string("option --n = '") + text + "' is outside the range of a double");
+    }
+  }
+  try {
+    parse({"--n", "-1"}).get_double("n", 0.0, 0.0);
+    ADD_FAILURE() << "-1 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "option --n = -1 must be >= 0");
+  }
 }
 
 }  // namespace

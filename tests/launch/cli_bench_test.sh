@@ -39,4 +39,20 @@ check '--kernel-busy needs (the CUDA build|a CUDA device)' "$tmp/out3"
 rc=$?
 [ $rc -eq 2 ] || { echo "FAIL: an impossible plan exited $rc, want 2"; cat "$tmp/out2"; fail=1; }
 check 'does not fit cpu; lower num_blocks .* from 1000000000 to at most [0-9]+' "$tmp/out2"
+# Workloads that cannot run or be held, and output paths that cannot be written: refused, exit 2,
+# before anything runs (no 0.00-throughput "success", no figures lost after the run).
+refuse() {  # refuse NAME MESSAGE ARGS...
+  local name=$1 message=$2; shift 2
+  "$bin" bench --model "random:$src/configs/models/tiny.json" --job "$src/configs/jobs/tiny-cpu.json" "$@" >"$tmp/$name" 2>&1
+  local rc=$?
+  [ $rc -eq 2 ] || { echo "FAIL: $name exited $rc, want 2"; cat "$tmp/$name"; fail=1; }
+  grep -qF -- "$message" "$tmp/$name" || { echo "FAIL: $name lacks '$message'"; cat "$tmp/$name"; fail=1; }
+  ! grep -q "^Throughput" "$tmp/$name" || { echo "FAIL: $name ran"; fail=1; }
+}
+refuse many "option --num-prompts = 99999999999 is out of range" --num-prompts 99999999999 --input-len 4:4 --output-len 2:2
+refuse long "exceeds max_model_len" --num-prompts 2 --input-len 4:99999999999 --output-len 2:2
+refuse range "must be A:B with 1 <= A <= B" --num-prompts 2 --input-len 4:4:4 --output-len 2:2
+refuse junk "must be A:B with 1 <= A <= B" --num-prompts 2 --input-len 4x:4 --output-len 2:2
+refuse json "--json $tmp/none/b.json: $tmp/none is not a directory" --num-prompts 2 --input-len 4:4 --output-len 2:2 --json "$tmp/none/b.json"
+refuse prompts "--prompts-out is empty" --num-prompts 2 --input-len 4:4 --output-len 2:2 --prompts-out ""
 exit $fail

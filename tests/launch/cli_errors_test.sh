@@ -77,6 +77,19 @@ done
 "$bin" generate --model "$tmp/model" --input "$tmp/empty.jsonl" "${job[@]}" --output "$tmp/empty" 2>/dev/null || { echo "FAIL: empty input"; fail=1; }
 n=$(zstd -dc "$tmp/empty/results-00000-of-00001.jsonl.zst" | wc -l) && [ "$n" = 0 ] || { echo "FAIL: zstd -dc of an empty job's results"; fail=1; }
 
+# init-model: what it cannot do is refused with exit 2 before it writes anything.
+for case in "$tmp/model:already holds a checkpoint" "$tmp/afile:exists and is not a directory" ":--output is empty"; do
+  "$bin" init-model --config "$root/configs/models/tiny.json" --output "${case%%:*}" >/dev/null 2>"$tmp/init.log"
+  rc=$?
+  [ "$rc" = 2 ] && grep -qF -- "${case#*:}" "$tmp/init.log" || { echo "FAIL: init-model --output '${case%%:*}': exit $rc"; cat "$tmp/init.log"; fail=1; }
+done
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["hidden_size"]=10**8; json.dump(c, open(sys.argv[2], "w"))' \
+  "$root/configs/models/tiny.json" "$tmp/huge.json"
+"$bin" init-model --config "$tmp/huge.json" --output "$tmp/huge" >/dev/null 2>"$tmp/init.log"
+rc=$?
+[ "$rc" = 2 ] && grep -qE "GB free|more than half of this machine" "$tmp/init.log" && [ ! -e "$tmp/huge" ] ||
+  { echo "FAIL: init-model of a huge config: exit $rc"; cat "$tmp/init.log"; fail=1; }
+
 # --resume of a finished job changes nothing, summary.json included.
 "$bin" generate --model "$tmp/model" --input "$tmp/in.jsonl" "${job[@]}" --output "$tmp/done" 2>/dev/null || { echo "FAIL: generate"; exit 1; }
 cp "$tmp/done/summary.json" "$tmp/summary.before"

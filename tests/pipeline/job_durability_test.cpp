@@ -1,8 +1,11 @@
 // What a kill leaves: finished records reach disk on the job's flush timer, those that wait
 // for an earlier one through the waiting file, so --resume runs again only what was in flight;
 // and a write error (a full disk) stops the job when it happens, not at the end.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -166,6 +169,29 @@ TEST(JobDurabilityTest, ResumeStartsAJobKilledBeforeItRecordedJobJson) {
     }
     EXPECT_NE(error.find(out + " has no job.json"), std::string::npos) << out << ": " << error;
   }
+}
+
+TEST(JobDurabilityTest, ADirectoryARunningJobHoldsIsRefused) {
+  deepinfer::testing::TempDir dir;
+  const std::string out = dir.file("out");
+  fs::create_directories(out);
+  // Another job's lock (another open file description conflicts as another process's would).
+  const int fd = ::open((out + "/.lock-00000").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  for (const bool resume : {true, false}) {
+    std::string error;
+    try {
+      open_results(out, 0, 1, "{}", resume, {});
+    } catch (const std::invalid_argument& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find("output directory " + out + " is in use by another running job"), std::string::npos) << resume << ": " << error;
+  }
+  EXPECT_FALSE(fs::exists(out + "/job.json")) << "nothing written into it";
+  ::close(fd);
+  // Once that job is gone the directory can be used (here: started, nothing of a job being in it).
+  EXPECT_NO_THROW(open_results(out, 0, 1, "{}", /*resume=*/true, {}));
 }
 
 TEST(JobDurabilityTest, AWriteErrorStopsTheJobWhenItHappensNotAtTheEnd) {
