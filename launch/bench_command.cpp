@@ -142,11 +142,11 @@ Bench parse_bench(const Args& args) {
   b.input_len = parse_range(args, "input-len");
   b.output_len = parse_range(args, "output-len");
   // Every request must be able to run: a benchmark of error records measures nothing.
-  if (b.input_len.second + b.output_len.second > b.config.max_model_len)
+  if (b.input_len.second > b.config.max_model_len || b.output_len.second > b.config.max_model_len - b.input_len.second)  // no overflow
     throw std::invalid_argument("--input-len up to " + std::to_string(b.input_len.second) + " plus --output-len up to " +
                                 std::to_string(b.output_len.second) + " tokens exceeds max_model_len " +
                                 std::to_string(b.config.max_model_len) + ": such requests would only be error records");
-  if (b.num_prompts * b.input_len.second > kMaxPromptTokens)
+  if (b.num_prompts * b.input_len.second > kMaxPromptTokens)  // <= 2^22 x 2^30 after the checks above
     throw std::invalid_argument("--num-prompts " + std::to_string(b.num_prompts) + " x --input-len up to " +
                                 std::to_string(b.input_len.second) + " tokens is more than the " + std::to_string(kMaxPromptTokens) +
                                 " prompt tokens a bench writes");

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -52,9 +53,19 @@ std::map<int64_t, std::string> read_finished_ahead(const std::string& path, int6
   return ahead;
 }
 
+// Whether descriptor `fd` is the file at `path` now (not one removed since).
+bool same_file(int fd, const std::string& path) {
+  struct stat open_file {
+  }, named{};
+  return ::fstat(fd, &open_file) == 0 && ::stat(path.c_str(), &named) == 0 && open_file.st_dev == named.st_dev &&
+         open_file.st_ino == named.st_ino;
+}
+
 // Holds OUT/.lock-RRRRR (flock) for the rest of the process, so that a second job cannot write
 // into the directory of a running one; the kernel drops the lock when the process ends, by
-// kill -9 too. Taken again by the same process (a resume in the same process) it is a no-op.
+// kill -9 too. Taken again by the same process (a resume in the same process) it is a no-op,
+// unless the file was removed since. A filesystem without flock (some NFS or Lustre mounts)
+// runs the job without the lock, with a warning.
 void lock_rank_directory(const fs::path& dir, int rank) {
   static std::mutex mutex;
   static std::map<std::string, int> held;  // lock file -> descriptor
@@ -62,7 +73,11 @@ void lock_rank_directory(const fs::path& dir, int rank) {
   std::snprintf(name, sizeof name, ".lock-%05d", rank);
   const std::string path = fs::weakly_canonical(dir / name).string();
   std::lock_guard<std::mutex> guard(mutex);
-  if (held.count(path)) return;
+  if (const auto it = held.find(path); it != held.end()) {
+    if (same_file(it->second, path)) return;
+    ::close(it->second);
+    held.erase(it);
+  }
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -71,9 +86,21 @@ void lock_rank_directory(const fs::path& dir, int rank) {
     if (error == EWOULDBLOCK)
       throw std::invalid_argument("output directory " + dir.string() + " is in use by another running job (rank " + std::to_string(rank) +
                                   " holds " + path + "); wait for it to end, or choose another --output");
-    throw std::runtime_error("cannot lock " + path + ": " + std::strerror(error));
+    std::fprintf(stderr, "warning: cannot lock %s (%s): nothing keeps a second job out of this directory while this one runs\n",
+                 path.c_str(), std::strerror(error));
+    return;
   }
   held.emplace(path, fd);
+}
+
+// This rank's results hold nothing yet: no file, or a .partial without a complete frame (a
+// rank other than 0 starts its file without waiting for rank 0's job.json).
+bool no_results(const std::string& results) {
+  if (fs::exists(results)) return false;
+  if (!fs::exists(results + ".partial")) return true;
+  io::RecordReader reader(results + ".partial", /*recover=*/true);
+  std::string record;
+  return !reader.next(&record) && reader.valid_bytes() == 0;
 }
 
 }  // namespace
@@ -101,12 +128,14 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
   const std::string results = (dir / results_file_name(rank, world_size)).string();
   ResumeState state;
   if (fs::is_directory(dir)) lock_rank_directory(dir, rank);  // before anything in it is looked at
-  // A start killed before rank 0 recorded job.json left at most an empty directory: nothing
-  // of the job was kept, so --resume starts it. Results without a job.json cannot be checked.
-  const bool nothing_recorded = fs::is_directory(dir) && !fs::exists(job_path) && !fs::exists(results) && !fs::exists(results + ".partial");
+  // A start killed before rank 0 recorded job.json kept nothing of the job (at most empty
+  // results files of other ranks), so --resume starts it. Results without a job.json cannot be
+  // checked.
+  const bool nothing_recorded = fs::is_directory(dir) && !fs::exists(job_path) && no_results(results);
   if (resume && nothing_recorded) {
     std::fprintf(stderr, "--resume: %s holds no job.json (the first start stopped before it recorded the job); starting it\n",
                  out_dir.c_str());
+    fs::remove(results + ".partial");  // empty, if there
     resume = false;
   }
   if (!resume) {

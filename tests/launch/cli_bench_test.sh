@@ -51,6 +51,7 @@ refuse() {  # refuse NAME MESSAGE ARGS...
 }
 refuse many "option --num-prompts = 99999999999 is out of range" --num-prompts 99999999999 --input-len 4:4 --output-len 2:2
 refuse long "exceeds max_model_len" --num-prompts 2 --input-len 4:99999999999 --output-len 2:2
+refuse overflow "exceeds max_model_len" --num-prompts 2 --input-len 1:9223372036854775807 --output-len 1:9223372036854775807
 refuse range "must be A:B with 1 <= A <= B" --num-prompts 2 --input-len 4:4:4 --output-len 2:2
 refuse junk "must be A:B with 1 <= A <= B" --num-prompts 2 --input-len 4x:4 --output-len 2:2
 refuse json "--json $tmp/none/b.json: $tmp/none is not a directory" --num-prompts 2 --input-len 4:4 --output-len 2:2 --json "$tmp/none/b.json"

@@ -156,10 +156,21 @@ TEST(JobDurabilityTest, ResumeStartsAJobKilledBeforeItRecordedJobJson) {
   EXPECT_EQ(resumed.requests_run, 12);
   const auto report = io::verify_output_dirs(dir.file("whole"), killed);
   EXPECT_EQ(report.exit_code(), 0) << report.message;
+  // Two ranks killed before rank 0's job.json: rank 1 had started its (empty) results file,
+  // which holds nothing, so its resume starts too.
+  const std::string early = dir.file("early");
+  fs::create_directories(early);
+  dir.write("early/results-00001-of-00002.jsonl.zst.partial", "");
+  EXPECT_NO_THROW(open_results(early, 1, 2, "{}", /*resume=*/true, {}));
+  EXPECT_NO_THROW(open_results(early, 0, 2, "{}", /*resume=*/true, {}));
   // Results with no job.json cannot be checked against the job; no directory at all is a wrong --output.
   const std::string orphan = dir.file("orphan");
   fs::create_directories(orphan);
-  dir.write("orphan/results-00000-of-00001.jsonl.zst.partial", "");
+  {
+    io::RecordWriter kept(orphan + "/results-00000-of-00001.jsonl.zst", {});
+    kept.append("{\"id\":\"a\"}");
+    kept.flush();  // one complete frame in the .partial
+  }
   for (const std::string& out : {orphan, dir.file("missing")}) {
     std::string error;
     try {
