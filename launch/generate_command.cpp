@@ -112,6 +112,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   const std::string output = args.get("output");
   io::check_input_files(inputs);  // before the model loads and the output directory exists
   pipeline::check_output_dir(output);
+  if (!pipeline::lock_output_dir(output, mpi.rank())) pipeline::throw_output_in_use(output);  // before the model loads
   const at::Device device = resolve_device(config.device, mpi.local_rank());
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
 
@@ -126,7 +127,8 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   job.world_size = mpi.world_size();
   if (mpi.world_size() > 1) {
     job.lockstep = [fail = injected_failure_rank() == mpi.rank(), calls = 0](pipeline::LockstepFlags mine) mutable {
-      if (fail && ++calls == 3) throw std::runtime_error("injected failure (DEEPINFER_FAIL_RANK) at step 3");
+      // Call 1 is the output directory check; calls 2.. are steps 1...
+      if (fail && ++calls == 4) throw std::runtime_error("injected failure (DEEPINFER_FAIL_RANK) at step 3");
       const auto all = pipeline::mpi_any_rank({mine.busy, mine.stop});
       return pipeline::LockstepFlags{.busy = all[0], .stop = all[1]};
     };
@@ -136,8 +138,8 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
 
   const pipeline::JobOutcome outcome = pipeline::GenerateJob(job, *running->runner).run();
   if (outcome.interrupted) {
-    std::fprintf(stderr, "stopped by a signal: %ld records kept in %s; rerun with --resume to finish\n", long(outcome.records),
-                 output.c_str());
+    std::fprintf(stderr, "%sstopped by a signal: %ld records kept in %s; rerun with --resume to finish\n",
+                 mpi.world_size() > 1 ? ("[rank " + std::to_string(mpi.rank()) + "] ").c_str() : "", long(outcome.records), output.c_str());
     return 130;
   }
   finish_job(outcome, job.job_json, output, device, mpi);

@@ -18,6 +18,9 @@ JobOutcome GenerateJob::run() {
   started_ = true;
   start_ = Clock::now();
   io::check_input_files(o_.inputs);  // before the output directory is made
+  // Before any rank makes a file: if another running job holds OUT on any rank, every rank stops.
+  const bool in_use = !lock_output_dir(o_.output_dir, o_.rank);
+  if (o_.lockstep ? o_.lockstep({.busy = false, .stop = in_use}).stop : in_use) throw_output_in_use(o_.output_dir);
   ResumeState resume = open_results(o_.output_dir, o_.rank, o_.world_size, o_.job_json, o_.resume, {});
   if (resume.results_complete) return join_without_work(resume.records_done);
   open(std::move(resume));

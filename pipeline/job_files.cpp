@@ -53,6 +53,10 @@ std::map<int64_t, std::string> read_finished_ahead(const std::string& path, int6
   return ahead;
 }
 
+std::string in_use_message(const std::string& out_dir) {
+  return "output directory " + out_dir + " is in use by another running job; wait for it to end, or choose another --output";
+}
+
 // Whether descriptor `fd` is the file at `path` now (not one removed since).
 bool same_file(int fd, const std::string& path) {
   struct stat open_file {
@@ -66,7 +70,7 @@ bool same_file(int fd, const std::string& path) {
 // kill -9 too. Taken again by the same process (a resume in the same process) it is a no-op,
 // unless the file was removed since. A filesystem without flock (some NFS or Lustre mounts)
 // runs the job without the lock, with a warning.
-void lock_rank_directory(const fs::path& dir, int rank) {
+bool try_lock_rank_directory(const fs::path& dir, int rank) {
   static std::mutex mutex;
   static std::map<std::string, int> held;  // lock file -> descriptor
   char name[32];
@@ -74,7 +78,7 @@ void lock_rank_directory(const fs::path& dir, int rank) {
   const std::string path = fs::weakly_canonical(dir / name).string();
   std::lock_guard<std::mutex> guard(mutex);
   if (const auto it = held.find(path); it != held.end()) {
-    if (same_file(it->second, path)) return;
+    if (same_file(it->second, path)) return true;
     ::close(it->second);
     held.erase(it);
   }
@@ -83,14 +87,17 @@ void lock_rank_directory(const fs::path& dir, int rank) {
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     ::close(fd);
-    if (error == EWOULDBLOCK)
-      throw std::invalid_argument("output directory " + dir.string() + " is in use by another running job (rank " + std::to_string(rank) +
-                                  " holds " + path + "); wait for it to end, or choose another --output");
+    if (error == EWOULDBLOCK) return false;
     std::fprintf(stderr, "warning: cannot lock %s (%s): nothing keeps a second job out of this directory while this one runs\n",
                  path.c_str(), std::strerror(error));
-    return;
+    return true;
   }
   held.emplace(path, fd);
+  return true;
+}
+
+void lock_rank_directory(const fs::path& dir, int rank) {
+  if (!try_lock_rank_directory(dir, rank)) throw std::invalid_argument(in_use_message(dir.string()));
 }
 
 // This rank's results hold nothing yet: no file, or a .partial without a complete frame (a
@@ -104,6 +111,10 @@ bool no_results(const std::string& results) {
 }
 
 }  // namespace
+
+bool lock_output_dir(const std::string& out_dir, int rank) { return !fs::is_directory(out_dir) || try_lock_rank_directory(out_dir, rank); }
+
+void throw_output_in_use(const std::string& out_dir) { throw std::invalid_argument(in_use_message(out_dir)); }
 
 void check_output_dir(const std::string& out_dir) {
   if (out_dir.empty()) throw std::invalid_argument("--output is empty");

@@ -39,6 +39,12 @@ struct ResumeState {
 // complete frames of the waiting file. Either way the rank first locks OUT/.lock-RRRRR for
 // the rest of the process (a directory another running job holds is refused, naming it). A resume of a directory that a killed start left
 // without job.json or results starts the job; results without job.json are refused.
+// Takes this rank's lock of OUT (OUT/.lock-RRRRR, held for the rest of the process) if OUT
+// exists; false when another running job holds it. Every rank of a job checks this before it
+// makes any file (a job of more ranks than the running one would otherwise write beside it).
+bool lock_output_dir(const std::string& out_dir, int rank);
+[[noreturn]] void throw_output_in_use(const std::string& out_dir);  // std::invalid_argument naming OUT
+
 // Throws std::invalid_argument naming OUT unless it is (or can be made as) a writable directory:
 // not empty, not a file, not a dangling link, under a directory this process may write.
 void check_output_dir(const std::string& out_dir);

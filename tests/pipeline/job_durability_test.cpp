@@ -200,6 +200,14 @@ TEST(JobDurabilityTest, ADirectoryARunningJobHoldsIsRefused) {
     EXPECT_NE(error.find("output directory " + out + " is in use by another running job"), std::string::npos) << resume << ": " << error;
   }
   EXPECT_FALSE(fs::exists(out + "/job.json")) << "nothing written into it";
+  // A whole job (as every rank of a job checks before it makes a file): refused, OUT untouched.
+  const auto input = uneven_input(dir, 4);
+  auto o = options_for(input, out, 64);
+  o.resume = true;
+  EXPECT_THROW(run(o), std::invalid_argument);
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(out)) names.push_back(entry.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>{".lock-00000"});
   ::close(fd);
   // Once that job is gone the directory can be used (here: started, nothing of a job being in it).
   EXPECT_NO_THROW(open_results(out, 0, 1, "{}", /*resume=*/true, {}));
