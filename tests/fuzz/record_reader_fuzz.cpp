@@ -47,5 +47,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::runtime_error&) {
     std::abort();
   }
+  std::remove(path.c_str());  // libFuzzer leaves by _Exit: nothing at exit would remove it
   return 0;
 }

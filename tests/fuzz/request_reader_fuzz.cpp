@@ -27,17 +27,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!file) std::abort();
   std::fwrite(data, 1, size, file);
   std::fclose(file);
-  // Small limits so that overlong lines, and a saturated filter that searches the spill files, are reached.
-  RequestReader reader({input_path()}, {.parse = {.vocab_size = 512}, .max_line_bytes = 64, .ids = {.bloom_bytes = 8}});
-  RequestItem item;
-  int64_t last_line = 0, items = 0;
-  while (reader.next(&item)) {
-    const InputLocation& where = std::visit([](const auto& x) -> const InputLocation& { return x.input; }, item);
-    if (where.line <= last_line || where.file != input_path()) std::abort();
-    last_line = where.line;
-    ++items;
+  {
+    // Small limits so that overlong lines, and a saturated filter that searches the spill files, are reached.
+    RequestReader reader({input_path()}, {.parse = {.vocab_size = 512}, .max_line_bytes = 64, .ids = {.bloom_bytes = 8}});
+    RequestItem item;
+    int64_t last_line = 0, items = 0;
+    while (reader.next(&item)) {
+      const InputLocation& where = std::visit([](const auto& x) -> const InputLocation& { return x.input; }, item);
+      if (where.line <= last_line || where.file != input_path()) std::abort();
+      last_line = where.line;
+      ++items;
+    }
+    if (reader.bytes_read() != static_cast<int64_t>(size) || reader.total_bytes() != static_cast<int64_t>(size)) std::abort();
+    if (items > reader.lines_read()) std::abort();
   }
-  if (reader.bytes_read() != static_cast<int64_t>(size) || reader.total_bytes() != static_cast<int64_t>(size)) std::abort();
-  if (items > reader.lines_read()) std::abort();
+  std::remove(input_path().c_str());  // libFuzzer leaves by _Exit: nothing at exit would remove it
   return 0;
 }
