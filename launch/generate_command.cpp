@@ -115,6 +115,10 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   if (!pipeline::lock_output_dir(output, mpi.rank())) pipeline::throw_output_in_use(output);  // before the model loads
   const at::Device device = resolve_device(config.device, mpi.local_rank());
   const at::ScalarType dtype = resolve_dtype(config.dtype, device);
+  const std::vector<std::string> digests = input_digests(inputs);
+  if (args.flag("resume")) {  // what the job.json of OUT can refuse without the model, refused before it loads
+    pipeline::check_resumed_job(output, job_fingerprint(config, "null", inputs, digests, device, dtype, mpi.world_size()), {"model"});
+  }
 
   auto running = start_model(args.get("model"), config, device, dtype, mpi);
   pipeline::JobOptions job = job_options_for(config, running->model.weights->config(), running->engine);
@@ -122,7 +126,7 @@ int run_generate(int argc, char** argv, const MpiSession& mpi) {
   job.inputs = inputs;
   job.output_dir = output;
   job.resume = args.flag("resume");
-  job.job_json = job_fingerprint(config, running->model.fingerprint_json, inputs, device, dtype, mpi.world_size());
+  job.job_json = job_fingerprint(config, running->model.fingerprint_json, inputs, digests, device, dtype, mpi.world_size());
   job.rank = mpi.rank();
   job.world_size = mpi.world_size();
   if (mpi.world_size() > 1) {
@@ -174,15 +178,12 @@ void write_tiny_tokenizer_for(const model::ModelConfig& config, const std::strin
 void check_init_model(const model::InitModelOptions& options) {
   namespace fs = std::filesystem;
   pipeline::check_output_dir(options.output_dir);
-  std::error_code error;
-  if (fs::is_directory(options.output_dir, error)) {
-    for (const auto& entry : fs::directory_iterator(options.output_dir)) {
-      const std::string file = entry.path().filename().string();
-      if (entry.path().extension() == ".safetensors" || file == "model.safetensors.index.json")
-        throw std::invalid_argument("--output " + options.output_dir + " already holds a checkpoint (" + file +
-                                    "); write into an empty or new directory");
-    }
+  try {
+    model::check_no_checkpoint(options.output_dir);
+  } catch (const std::invalid_argument& error) {
+    throw std::invalid_argument(std::string("--output ") + error.what());
   }
+  std::error_code error;
   const model::ModelConfig config = model::load_model_config(options.config_path);
   double total = 0, largest = 0;
   std::string largest_name;

@@ -132,12 +132,17 @@ pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const mo
   return o;
 }
 
+std::vector<std::string> input_digests(const std::vector<std::string>& inputs) {
+  std::vector<std::string> digests;
+  for (const auto& input : inputs) digests.push_back(pipeline::sha256_of_file(input));
+  return digests;
+}
+
 std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint, const std::vector<std::string>& inputs,
-                            at::Device device, at::ScalarType dtype, int world_size) {
+                            const std::vector<std::string>& digests, at::Device device, at::ScalarType dtype, int world_size) {
   io::JsonWriter w;
   w.begin_object().key("model").raw(model_fingerprint).key("inputs").begin_array();
-  for (const auto& input : inputs)
-    w.begin_object().key("file").value(input).key("sha256").value(pipeline::sha256_of_file(input)).end_object();
+  for (size_t i = 0; i < inputs.size(); ++i) w.begin_object().key("file").value(inputs[i]).key("sha256").value(digests.at(i)).end_object();
   w.end_array();
   w.key("seed").value(config.seed).key("max_num_seqs").value(config.max_num_seqs);
   w.key("max_num_batched_tokens").value(config.max_num_batched_tokens).key("num_blocks").value(config.num_blocks);

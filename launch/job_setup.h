@@ -51,9 +51,14 @@ void print_peak_memory(const pipeline::MemoryPlan& plan, at::Device device);
 pipeline::JobOptions job_options_for(const pipeline::JobConfig& config, const model::ModelConfig& model,
                                      const pipeline::EngineOptions& engine);
 
+// The inputs' sha256 in order, read once a start (job_fingerprint is made before and after the
+// model loads).
+std::vector<std::string> input_digests(const std::vector<std::string>& inputs);
+
 // The fingerprint of everything that decides the results (compared on --resume, kept in the
-// manifest): model, inputs (sha256), seed, scheduler sizes, device, dtype, world size.
+// manifest): model, inputs (sha256, `digests` of input_digests), seed, scheduler sizes, device,
+// dtype, world size.
 std::string job_fingerprint(const pipeline::JobConfig& config, const std::string& model_fingerprint, const std::vector<std::string>& inputs,
-                            at::Device device, at::ScalarType dtype, int world_size);
+                            const std::vector<std::string>& digests, at::Device device, at::ScalarType dtype, int world_size);
 
 }  // namespace deepinfer::launch

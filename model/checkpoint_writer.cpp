@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "io/durable_file.h"
@@ -172,11 +173,7 @@ class ShardedWriter final {
 
 void prepare_dir(const std::string& dir) {
   fs::create_directories(dir);
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    const std::string file = entry.path().filename().string();
-    TORCH_CHECK(entry.path().extension() != ".safetensors" && file != "model.safetensors.index.json", "write_checkpoint: ", dir,
-                " already holds a checkpoint (", file, "); write into an empty or new directory");
-  }
+  check_no_checkpoint(dir);
 }
 
 // Calls emit(name, storage tensor) for every spec of the format, in spec order.
@@ -218,6 +215,16 @@ void write_tensors(const ModelConfig& config, const WeightFormat& format, const 
 }
 
 }  // namespace
+
+void check_no_checkpoint(const std::string& dir) {
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (entry.path().extension() == ".safetensors" || file == "model.safetensors.index.json")
+      throw std::invalid_argument(dir + " already holds a checkpoint (" + file + "); write into an empty or new directory");
+  }
+}
 
 std::string config_json(const ModelConfig& c, const WeightFormat& format) {
   c.validate();

@@ -30,6 +30,10 @@ struct WriteOptions {
   uint64_t max_shard_bytes = kDefaultShardBytes;  // a single tensor larger than this gets its own shard
 };
 
+// Throws std::invalid_argument naming the file where dir (if it exists) already holds a
+// checkpoint: a .safetensors file or model.safetensors.index.json. Writers refuse such a dir.
+void check_no_checkpoint(const std::string& dir);
+
 // Writes config.json + safetensors for weights (which must hold every routed expert) into dir
 // (created if missing). Tensors are converted to the format: dense ones to format.dense_dtype,
 // FP8 linears quantized (from their in-memory dense values), routed experts quantized to FP4

@@ -132,6 +132,24 @@ void check_output_dir(const std::string& out_dir) {
     throw std::invalid_argument("--output " + out_dir + ": cannot write in " + existing.string() + ": " + std::strerror(errno));
 }
 
+void check_resumed_job(const std::string& out_dir, const std::string& job_json, std::initializer_list<std::string_view> ignore) {
+  const fs::path job_path = fs::path(out_dir) / "job.json";
+  std::error_code error;
+  if (!fs::is_regular_file(job_path, error)) return;
+  std::string previous = io::read_file(job_path.string());
+  if (!previous.empty() && previous.back() == '\n') previous.pop_back();
+  simdjson::dom::parser parser;
+  simdjson::dom::object previous_object;
+  if (const auto parse_error = parser.parse(previous).get(previous_object))
+    throw std::invalid_argument("--resume: " + job_path.string() +
+                                " is damaged (not a JSON object: " + simdjson::error_message(parse_error) +
+                                "); this directory cannot be resumed: start the job with another --output");
+  if (previous == job_json) return;
+  const std::string difference = io::first_field_difference(previous, job_json, ignore);
+  if (!difference.empty())
+    throw std::invalid_argument("--resume: the job differs from the one in " + job_path.string() + ": " + difference + " (was vs now)");
+}
+
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options) {
   const fs::path dir(out_dir);
@@ -161,16 +179,7 @@ ResumeState open_results(const std::string& out_dir, int rank, int world_size, c
     return state;
   }
   if (!fs::exists(job_path)) throw std::invalid_argument("--resume: " + out_dir + " has no job.json; start it without --resume");
-  std::string previous = io::read_file(job_path.string());
-  if (!previous.empty() && previous.back() == '\n') previous.pop_back();
-  simdjson::dom::parser parser;
-  simdjson::dom::object previous_object;
-  if (const auto error = parser.parse(previous).get(previous_object))
-    throw std::invalid_argument("--resume: " + job_path.string() + " is damaged (not a JSON object: " + simdjson::error_message(error) +
-                                "); this directory cannot be resumed: start the job with another --output");
-  if (previous != job_json)
-    throw std::invalid_argument("--resume: the job differs from the one in " + job_path.string() + ": " +
-                                io::first_field_difference(previous, job_json) + " (was vs now)");
+  check_resumed_job(out_dir, job_json);
   if (fs::exists(results)) {
     io::RecordReader reader(results, /*recover=*/false);
     std::string record;

@@ -11,9 +11,11 @@
 // Owns: naming and the resume decision. Does not own: record contents.
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "io/record_file.h"
 
@@ -48,6 +50,11 @@ bool lock_output_dir(const std::string& out_dir, int rank);
 // Throws std::invalid_argument naming OUT unless it is (or can be made as) a writable directory:
 // not empty, not a file, not a dangling link, under a directory this process may write.
 void check_output_dir(const std::string& out_dir);
+
+// --resume: throws std::invalid_argument naming OUT/job.json where it is damaged or records
+// another job than job_json (fields in `ignore` not compared: "model" before the model loads);
+// nothing where OUT holds no job.json (open_results decides).
+void check_resumed_job(const std::string& out_dir, const std::string& job_json, std::initializer_list<std::string_view> ignore = {});
 
 ResumeState open_results(const std::string& out_dir, int rank, int world_size, const std::string& job_json, bool resume,
                          const io::RecordWriter::Options& writer_options);

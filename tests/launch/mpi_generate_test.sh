@@ -82,11 +82,13 @@ PY
 [ "$("$bin" cat "$tmp/u")" = "$("$bin" cat "$tmp/u1")" ] || { echo "FAIL: uneven 2-rank result differs from 1 rank"; fail=1; }
 grep -q '"file":"results-00001-of-00002.jsonl.zst","records":0,' "$tmp/u/manifest.json" || { echo "FAIL: rank 1 has records"; cat "$tmp/u/manifest.json"; fail=1; }
 
-# --resume of the 1-rank job under 2 ranks: a changed job, exit 2 as for one rank (not 1).
+# --resume of the 1-rank job under 2 ranks: a changed job, exit 2 as for one rank (not 1), refused
+# before the model loads.
 timeout 60 "${mpi[@]}" "$bin" generate --model "$tmp/model" --input "$tmp/in.jsonl" "${job[@]}" --output "$tmp/one" --resume >/dev/null 2>"$tmp/ws.log"
 rc=$?
 [ "$rc" = 2 ] || { echo "FAIL: world-size change on --resume gave exit $rc, want 2"; cat "$tmp/ws.log"; fail=1; }
 grep -q "field 'job.world_size'\|world_size" "$tmp/ws.log" || { echo "FAIL: the refusal does not name world_size"; cat "$tmp/ws.log"; fail=1; }
+! grep -q "loading" "$tmp/ws.log" || { echo "FAIL: the world-size refusal came after the model loaded"; cat "$tmp/ws.log"; fail=1; }
 
 # Resume where rank 1 is already complete and rank 0 has lost its file: rank 1 only joins the steps.
 rm "$tmp/u/results-00000-of-00002.jsonl.zst" "$tmp/u/manifest.json"
