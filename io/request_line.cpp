@@ -349,11 +349,8 @@ void read_fields(object fields, RequestLine* request, const RequestParseOptions&
     }
   }
   if (!have_prompt) throw BadRequest{request->api == kApiChat ? "missing 'messages'" : "missing 'prompt_token_ids' (or 'prompt')"};
-  const auto& banned = request->banned_token_ids;
-  if (!request->allowed_token_ids.empty() &&
-      std::all_of(request->allowed_token_ids.begin(), request->allowed_token_ids.end(),
-                  [&](int32_t id) { return std::find(banned.begin(), banned.end(), id) != banned.end(); }))
-    throw BadRequest{"every id in 'allowed_token_ids' is banned: no token could be sampled"};
+  // Bans that leave no token to sample (with the eos and stop ids of min_tokens) are admission's
+  // check (pipeline/admission.cpp), which knows the model's eos id.
   if (request->min_tokens > request->max_tokens)
     throw BadRequest{"min_tokens = " + std::to_string(request->min_tokens) +
                      " exceeds max_tokens = " + std::to_string(request->max_tokens)};

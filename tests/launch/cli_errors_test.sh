@@ -65,11 +65,13 @@ done
 # Bans that leave no token: an error record, and the job goes on. An empty input: a results file
 # that zstd reads (no records).
 python3 -c 'import json; print(json.dumps({"id": "all", "prompt_token_ids": [5], "max_tokens": 2, "banned_token_ids": list(range(512))}))' >"$tmp/ban.jsonl"
+python3 -c 'import json; print(json.dumps({"id": "allowed", "prompt_token_ids": [5], "max_tokens": 2, "allowed_token_ids": [2, 3], "banned_token_ids": [3, 2]}))' >>"$tmp/ban.jsonl"
 python3 -c 'import json; print(json.dumps({"id": "stops", "prompt_token_ids": [5], "max_tokens": 2, "min_tokens": 1, "stop_token_ids": [7], "allowed_token_ids": [7, 8], "banned_token_ids": [8]}))' >>"$tmp/ban.jsonl"
 cat "$tmp/in.jsonl" >>"$tmp/ban.jsonl"
 "$bin" generate --model "$tmp/model" --input "$tmp/ban.jsonl" "${job[@]}" --output "$tmp/ban" 2>"$tmp/ban.log" || { echo "FAIL: bans"; cat "$tmp/ban.log"; fail=1; }
 records=$(zstd -dc "$tmp/ban/results-00000-of-00001.jsonl.zst")
 for want in '"id":"all".*"finish_reason":"error".*every token of the vocabulary is banned' \
+  '"id":"allowed".*"finish_reason":"error".*ban.jsonl:2: every id in .allowed_token_ids. is banned' \
   '"id":"stops".*"finish_reason":"error".*min_tokens = 1 holds the stop tokens' '"id":"a"'; do
   grep -q "$want" <<<"$records" || { echo "FAIL: no record matching $want"; echo "$records"; fail=1; }
 done
