@@ -55,6 +55,12 @@ struct SparseAttentionArgs {
   // (sparse_attention_heads.h) instead of the split kernel. Under test: off in the forward until
   // it is measured faster (docs/kernel-notes.md, seventeenth session).
   bool head_split = false;
+  // CSA: picks hold rows of `entries` ([num_blocks * 128 / ratio] rows; -1 none) instead of entry
+  // ids, the block table applied where they were made, so a pick's key takes one dependent read
+  // less (the same keys, the same bits). Set by attention_micro --pick-rows; the forward still
+  // passes entry ids (docs/kernel-notes.md, twenty-fifth session). Last, so that a struct without
+  // it is a prefix (attention_micro's reference).
+  bool picks_are_rows = false;
 };
 
 // The scratch a call needs (the split rows' partial outputs), 0 when none.

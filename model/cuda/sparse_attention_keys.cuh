@@ -56,6 +56,14 @@ __device__ inline const __nv_bfloat16* entry_row(const SparseAttentionArgs& a, c
   return a.entries + (block * per_block + w % per_block) * D;
 }
 
+// A pick's entry row: picks hold entry ids (through the block table) or, with picks_are_rows,
+// rows of `entries` (the table applied where the picks were made: one dependent read less here).
+template <int D>
+__device__ inline const __nv_bfloat16* pick_row(const SparseAttentionArgs& a, const QueryKeys& k, int64_t pick) {
+  if (!a.picks_are_rows) return entry_row<D>(a, k, pick);
+  return pick < 0 ? nullptr : a.entries + pick * D;
+}
+
 // Key j of a query's list (window first, oldest position first; then the compressed entries in
 // entry / pick order), or null for a pick of -1 and j past the end.
 template <int D>
@@ -67,8 +75,8 @@ __device__ inline const __nv_bfloat16* key_row(const SparseAttentionArgs& a, con
   }
   const int64_t c = j - k.window_keys;
   if (c >= k.compressed_keys) return nullptr;
-  const int64_t w = a.picks != nullptr ? a.picks[k.query * a.num_picks + c] : c;
-  return entry_row<D>(a, k, w);
+  if (a.picks == nullptr) return entry_row<D>(a, k, c);
+  return pick_row<D>(a, k, a.picks[k.query * a.num_picks + c]);
 }
 
 // Query row `query` (of the launch's rows, from a.first_query) and what it attends over.

@@ -87,7 +87,7 @@ __device__ __forceinline__ void find_first_rows(const __nv_bfloat16** rows_s, co
   if (j >= split_keys) {
     rows_s[j] = nullptr;
   } else if (pick != kNoPick && k.window_keys == a.window && first_key + j >= k.window_keys) {
-    rows_s[j] = entry_row<kD>(a, k, pick);
+    rows_s[j] = pick_row<kD>(a, k, pick);
   } else {
     rows_s[j] = key_row<kD>(a, k, first_key + j);
   }

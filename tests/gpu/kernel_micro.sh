@@ -15,11 +15,12 @@
 # DEEPINFER_HEADS_COPIERS=2) and its timing-only builds without its copies, scores or P V, beside
 # the default kernels; `merge` the split kernel traced and beside its timing-only build without the
 # pair's merged output stores (DEEPINFER_SM90_SKIP=8); `dsmem` the SM-to-SM network probe
-# (tests/model/dsmem_probe.cu: remote stores, st.async and bulk copies between a cluster's blocks).
+# (tests/model/dsmem_probe.cu: remote stores, st.async and bulk copies between a cluster's blocks);
+# `rows` CSA with the picks as entry ids and as entry rows (`--pick-rows 1`), alternately, and traced.
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
-#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge|dsmem]
+#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge|dsmem|rows]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/ref && mkdir -p .deps/ref
@@ -88,6 +89,9 @@ if [ $build = 1 ]; then
     build_micro nostore -DDEEPINFER_SM90_SKIP=8 || { cat "$out/micro_build.log"; exit 1; }
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
   fi
+  if [ "$mode" = rows ]; then  # picks as entry rows (--pick-rows 1): traced
+    build_micro trace -DDEEPINFER_SM90_TRACE=1 || { cat "$out/micro_build.log"; exit 1; }
+  fi
   if [ "$mode" = dsmem ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/dsmem_probe.cu -o build-micro/dsmem_probe >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
@@ -128,6 +132,16 @@ if [ "$mode" = merge ]; then
   for shape in "64 csa" "64 hca" "256 csa" "1 csa"; do
     set -- $shape
     for v in attention_micro nostore attention_micro nostore; do echo "$v: $(build-micro/$v attention --batch $1 --context 32768 --layer $2 | tr '\n' ' ')"; done
+  done
+fi
+if [ "$mode" = rows ]; then  # picks as entry ids and as entry rows, alternately, then both traced
+  for shape in "64 csa" "256 csa" "1 csa"; do
+    set -- $shape
+    for r in 0 1 0 1; do echo "--pick-rows $r: $($M attention --batch $1 --context 32768 --layer $2 --pick-rows $r | tr '\n' ' ')"; done
+  done
+  for r in 0 1; do
+    echo "== trace --pick-rows $r"
+    build-micro/trace attention --batch 64 --context 32768 --layer csa --pick-rows $r | grep -E "median|trace:|point ( 0| 1| 2| 3| 4| 5| 8|60|61|62|63):"
   done
 fi
 if [ "$mode" = dsmem ]; then

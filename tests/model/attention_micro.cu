@@ -10,7 +10,7 @@
 // -Ddeepinfer=deepinfer_ref (tests/gpu/kernel_micro.sh takes it from a git revision), each kernel's output is
 // also compared with that copy's: max |new - old| / max |old| and the count of unequal values.
 //   attention_micro attention|indexer [--batch 64] [--context 32768] [--layer csa|hca|swa] [--iters 50]
-//                   [--hot 1] [--head-split 1]
+//                   [--hot 1] [--head-split 1] [--pick-rows 1]
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -178,6 +178,7 @@ int run_attention(int argc, char** argv) {
   const std::string layer = option(argc, argv, "layer", "csa");
   const bool hot = option(argc, argv, "hot", "0") == "1";  // every key from 64 blocks (the L2): the kernel without HBM latency
   const bool head_split = option(argc, argv, "head-split", "0") == "1";  // SparseAttentionArgs::head_split
+  const bool pick_rows = option(argc, argv, "pick-rows", "0") == "1";    // SparseAttentionArgs::picks_are_rows
   const int H = 64, D = 512, W = 128;
   const int ratio = layer == "csa" ? 4 : layer == "hca" ? 128 : 0;
   const int64_t topk = layer == "csa" ? 512 : 0;
@@ -190,6 +191,7 @@ int run_attention(int argc, char** argv) {
   const int64_t entries_seen = ratio > 0 ? context / ratio : 0;
   const int64_t keys = std::min<int64_t>(W, context) + (topk > 0 ? std::min(topk, entries_seen) : entries_seen);
   std::vector<SparseAttentionArgs> args(sets);
+  std::vector<const int64_t*> entry_picks(sets);  // the picks as entry ids, for the reference revision
   std::mt19937_64 rng(5);
   std::vector<int64_t> start(B, context - 1), rows(B);
   std::iota(rows.begin(), rows.end(), 0);
@@ -220,8 +222,17 @@ int run_attention(int argc, char** argv) {
         std::sort(all.begin(), all.begin() + topk);
         std::copy(all.begin(), all.begin() + topk, picks.begin() + b * topk);
       }
-      a.picks = device_copy(picks);
+      a.picks = entry_picks[s] = device_copy(picks);
       a.num_picks = topk;
+      if (pick_rows) {  // the block table applied here (the forward: branch pick-rows-forward)
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t c = 0; c < topk; ++c) {
+            int64_t& w = picks[b * topk + c];
+            w = table[b * blocks_per_seq + w * ratio / 128] * per_block + w % per_block;
+          }
+        a.picks = device_copy(picks);
+        a.picks_are_rows = true;
+      }
     }
     std::vector<float> sink(H);
     for (auto& v : sink) v = std::uniform_real_distribution<float>(-1, 1)(rng);
@@ -253,8 +264,11 @@ int run_attention(int argc, char** argv) {
       "attention_micro: %s%s%s batch %ld context %ld (%ld keys per query), H %d D %d: median %.1f us -> %.0f GB/s = %.1f%% of 4.3 TB/s, "
       "%.1f "
       "TFLOP/s\n",
-      layer.c_str(), hot ? " (hot keys)" : "", head_split ? " (head split)" : "", long(B), long(context), long(keys), H, D, m * 1e3,
-      bytes / m / 1e6, bytes / m / 1e6 / 43.0, flops / m / 1e9);
+      layer.c_str(), hot ? " (hot keys)" : "",
+      head_split  ? " (head split)"
+      : pick_rows ? " (pick rows)"
+                  : "",
+      long(B), long(context), long(keys), H, D, m * 1e3, bytes / m / 1e6, bytes / m / 1e6 / 43.0, flops / m / 1e9);
 #ifdef DEEPINFER_SM90_TRACE
   if (head_split)
     deepinfer::model::cuda::heads_trace_report();  // the last timed launch
@@ -265,6 +279,7 @@ int run_attention(int argc, char** argv) {
   {
     SparseAttentionArgs r = args[0];
     r.head_split = false;  // the reference revision's default kernels (a revision without the field reads none)
+    r.picks = entry_picks[0];
     const size_t n = size_t(B) * H * D;
     std::vector<__nv_bfloat16*> ref_outs(sets);  // one a set, as this version's: a single buffer would stay in the L2 and flatter it
     for (auto& o : ref_outs) check(cudaMalloc(&o, n * 2), "cudaMalloc");
@@ -284,6 +299,7 @@ int run_attention(int argc, char** argv) {
       x.out = ref_outs[set];
       x.workspace = ref_ws;
       x.head_split = false;
+      x.picks = entry_picks[set];
     }
     const double ref_ms =
         time_median(iters, [&](int64_t i, cudaStream_t st) { check(reference::sparse_attention(ref_args[i % sets], st), "reference"); });
@@ -367,6 +383,6 @@ int main(int argc, char** argv) {
   if (what == "indexer") return run_indexer(argc, argv);
   std::fprintf(stderr,
                "usage: attention_micro attention|indexer [--batch B] [--context C] [--layer csa|hca|swa] [--iters N] [--hot 1] "
-               "[--head-split 1]\n");
+               "[--head-split 1] [--pick-rows 1]\n");
   return 2;
 }
