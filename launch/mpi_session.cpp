@@ -2,11 +2,14 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
+#include "launch/exit_code.h"
 #include "pipeline/mpi_communicator.h"
 
 namespace deepinfer::launch {
@@ -57,6 +60,8 @@ MpiSession::~MpiSession() {
 }
 
 void MpiSession::abort_job(const std::string& message, int exit_code) const {
+  if (active_ && rank_ != 0 && exit_code == kExitBadArguments)
+    std::this_thread::sleep_for(std::chrono::duration<double>(kPeerAbortWait));  // rank 0's abort may end this rank first
   std::fprintf(stderr, "deepinfer generate: rank %d failed: %s\n", rank_, message.c_str());
   std::fflush(stderr);
   if (active_) MPI_Abort(MPI_COMM_WORLD, exit_code);

@@ -27,8 +27,11 @@ class MpiSession final {
   int local_rank() const { return local_rank_; }  // rank among this node's ranks; picks the GPU
 
   // Prints "deepinfer generate: rank R failed: MESSAGE" and ends every rank with exit_code
-  // (MPI_Abort; launch/exit_code.h exit_code_of gives it, as for one rank).
+  // (MPI_Abort; launch/exit_code.h exit_code_of gives it, as for one rank). A bad input or option
+  // (kExitBadArguments) is usually met by every rank alike: ranks other than 0 first wait
+  // kPeerAbortWait for rank 0's abort to end them, so the message is printed once, not once a rank.
   [[noreturn]] void abort_job(const std::string& message, int exit_code) const;
+  static constexpr double kPeerAbortWait = 2.0;  // seconds
 
   // Rank 0 gets every rank's outcome in rank order; other ranks get {}. A collective.
   std::vector<pipeline::JobOutcome> gather_outcomes(const pipeline::JobOutcome& mine) const;

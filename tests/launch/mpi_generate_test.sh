@@ -143,4 +143,6 @@ timeout 60 "${mpi[@]}" "$bin" generate --model "$tmp/nope" --input "$tmp/in.json
 rc=$?
 [ "$rc" = 2 ] || { echo "FAIL: bad model gave exit $rc, want 2 (bad input, as for one rank)"; fail=1; }
 grep -q "rank [01] failed" "$tmp/g.log" || { echo "FAIL: bad model message names no rank"; cat "$tmp/g.log"; fail=1; }
+# ... and said once, not once a rank (rank 1 waits for rank 0's abort).
+[ "$(grep -c "failed:" "$tmp/g.log")" = 1 ] || { echo "FAIL: the bad model's message is not printed once"; cat "$tmp/g.log"; fail=1; }
 exit $fail
