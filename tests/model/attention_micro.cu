@@ -224,7 +224,7 @@ int run_attention(int argc, char** argv) {
       }
       a.picks = entry_picks[s] = device_copy(picks);
       a.num_picks = topk;
-      if (pick_rows) {  // the block table applied here (the forward: branch pick-rows-forward)
+      if (pick_rows) {  // the block table applied, as index_topk does for the forward
         for (int64_t b = 0; b < B; ++b)
           for (int64_t c = 0; c < topk; ++c) {
             int64_t& w = picks[b * topk + c];
