@@ -82,8 +82,9 @@ Projected project(const ModelWeights& weights, int64_t layer, const at::Tensor& 
 
 // The group's attention read in place from the paged state (model/cuda/kernels.h
 // sparse_attention). CSA with more entries than the indexer picks: the picks per query tile
-// (scores by cuda::index_scores and the top k by cuda::index_topk where the kernels run, else
-// Arithmetic::index_scores over gathered keys and at::topk), -1 where the pick is not visible;
+// (scores by cuda::index_scores and the top k by cuda::index_topk where the kernels run, the
+// picks then as rows of the paged entries, the block table applied; else Arithmetic::index_scores
+// over gathered keys and at::topk, entry ids), -1 where the pick is not visible;
 // with no more entries than it picks, every visible entry is picked, as for HCA (no scoring).
 void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const SequenceGroup& group, const Projected& proj,
                   const LayerCache& cache, const GroupQueries& queries, int64_t E, const AttentionOptions& options, at::Tensor& out) {
@@ -120,7 +121,7 @@ void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const Seq
                                                              .first = l0,
                                                              .entries = E,
                                                              .ratio = info.ratio}),
-                                         info.topk));
+                                         info.topk, in.block_tables, info.ratio));
       } else {
         const at::Tensor pos = group.positions.narrow(1, l0, lt);
         const at::Tensor visible = at::arange(E, pos.options()) < at::div(pos + 1, info.ratio, "floor").unsqueeze(-1);  // [B, lt, E]
@@ -130,6 +131,7 @@ void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const Seq
     }
     enter(options.hooks, ForwardPart::kAttnCore, info.index);
     in.picks = (picks.size() == 1 ? picks[0] : at::cat(picks, 1)).reshape({B * L, -1}).contiguous();
+    in.picks_are_rows = in_place;
   }
   cuda::sparse_attention(in, out);
 }

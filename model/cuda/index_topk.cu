@@ -28,6 +28,12 @@ __device__ void histogram(const float* row, int64_t entries, uint32_t prefix, ui
   }
 }
 
+// Entry e of this block's row as a row of the paged entries (IndexTopkArgs::block_tables).
+__device__ __forceinline__ int64_t entry_row(const IndexTopkArgs& a, int64_t e) {
+  const int64_t per_block = 128 / a.ratio, seq = static_cast<int64_t>(blockIdx.x) / a.rows_per_seq;
+  return a.block_tables[seq * a.block_stride + e / per_block] * per_block + e % per_block;
+}
+
 // One block per row (blockIdx.x).
 __global__ void __launch_bounds__(kThreads) index_topk_kernel(const IndexTopkArgs a) {
   using Scan = cub::BlockScan<int, kThreads>;
@@ -104,7 +110,7 @@ __global__ void __launch_bounds__(kThreads) index_topk_kernel(const IndexTopkArg
     __syncthreads();  // scan_s again
     int place = 0, take_count = 0;
     Scan(scan_s).ExclusiveSum(take, place, take_count);
-    if (take) out[taken + place] = e;
+    if (take) out[taken + place] = a.block_tables == nullptr ? e : entry_row(a, e);
     taken += take_count;
     ties_seen += tie_count;
     __syncthreads();
@@ -119,6 +125,9 @@ cudaError_t index_topk(const IndexTopkArgs& a, cudaStream_t stream) {
       a.entries > INT_MAX) {
     return cudaErrorInvalidValue;
   }
+  if (a.block_tables != nullptr &&
+      (a.ratio < 1 || 128 % a.ratio != 0 || a.rows_per_seq < 1 || a.block_stride * (128 / a.ratio) < a.entries))
+    return cudaErrorInvalidValue;
   if (a.rows == 0) return cudaSuccess;
   index_topk_kernel<<<static_cast<unsigned>(a.rows), kThreads, 0, stream>>>(a);
   return cudaGetLastError();

@@ -21,6 +21,13 @@ struct IndexTopkArgs {
   int64_t rows = 0;
   int64_t entries = 0;
   int64_t k = 0;
+  // Optional: the picks as rows of the paged entries (SparseAttentionArgs::picks_are_rows)
+  // instead of entry ids: row r's sequence is r / rows_per_seq, and entry e of ratio m lives in
+  // row block_tables[seq * block_stride + e m / 128] * (128 / m) + e % (128 / m). Same order, -1 kept.
+  const int64_t* block_tables = nullptr;  // [rows / rows_per_seq, block_stride] block ids
+  int64_t block_stride = 0;
+  int64_t rows_per_seq = 0;
+  int ratio = 0;  // m, a divisor of 128
 };
 
 // cudaErrorInvalidValue for a null pointer, k < 1 or negative sizes; else the launch's error.

@@ -148,6 +148,7 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   a.len = in.len;
   a.block_stride = in.block_tables.size(1);
   a.num_picks = in.picks.defined() ? in.picks.size(1) : 0;
+  a.picks_are_rows = in.picks_are_rows;
   a.heads = static_cast<int>(H);
   a.head_dim = static_cast<int>(D);
   a.window = static_cast<int>(in.window.size(1));
@@ -219,7 +220,7 @@ at::Tensor index_scores(const PagedIndexScores& in) {
   return scores;
 }
 
-at::Tensor index_topk(const at::Tensor& scores, int64_t k) {
+at::Tensor index_topk(const at::Tensor& scores, int64_t k, const at::Tensor& block_tables, int64_t ratio) {
   TORCH_CHECK(scores.is_cuda() && scores.scalar_type() == at::kFloat && scores.dim() >= 1 && scores.is_contiguous() && k >= 1,
               "cuda::index_topk: contiguous float32 CUDA scores [..., E] and k >= 1 expected, got ", scores.scalar_type(), " ",
               scores.sizes(), " on ", scores.device(), ", k ", k);
@@ -233,6 +234,18 @@ at::Tensor index_topk(const at::Tensor& scores, int64_t k) {
   a.rows = entries > 0 ? scores.numel() / entries : picks.numel() / k;
   a.entries = entries;
   a.k = k;
+  if (block_tables.defined()) {
+    TORCH_CHECK(scores.dim() == 3 && block_tables.is_cuda() && block_tables.scalar_type() == at::kLong && block_tables.dim() == 2 &&
+                    block_tables.is_contiguous() && block_tables.size(0) == scores.size(0) && ratio > 0 && 128 % ratio == 0 &&
+                    block_tables.size(1) * (128 / ratio) >= entries,
+                "cuda::index_topk: scores [B, L, E] with contiguous int64 CUDA block_tables [B, >= E m / 128] and a ratio m dividing 128 "
+                "expected, got scores ",
+                scores.sizes(), ", block_tables ", block_tables.sizes(), ", ratio ", ratio);
+    a.block_tables = block_tables.data_ptr<int64_t>();
+    a.block_stride = block_tables.size(1);
+    a.rows_per_seq = scores.size(1);
+    a.ratio = static_cast<int>(ratio);
+  }
   const c10::cuda::CUDAGuard guard(scores.device());
   check(model::cuda::index_topk(a, stream_of(scores)), "index_topk");
   return picks;

@@ -40,10 +40,11 @@ void dequant_fp4_tables(const at::Tensor& packed_table, const at::Tensor& scale_
 // out[query_rows] of out [T, H, D].
 struct PagedAttention {
   at::Tensor q, kv, window, entries, query_rows, start, slots, block_tables, picks, sink;
-  int64_t len = 0;          // L
-  int64_t ratio = 0;        // m, 0: window only
-  int64_t max_entries = 0;  // the most entries any query sees (bounds the scratch), 0: unknown
-  bool head_split = false;  // SparseAttentionArgs::head_split (a kernel under test)
+  int64_t len = 0;              // L
+  int64_t ratio = 0;            // m, 0: window only
+  int64_t max_entries = 0;      // the most entries any query sees (bounds the scratch), 0: unknown
+  bool head_split = false;      // SparseAttentionArgs::head_split (a kernel under test)
+  bool picks_are_rows = false;  // picks from index_topk with block_tables: rows of entries [blocks * 128 / ratio]
 };
 bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window);
 void sparse_attention(const PagedAttention& in, at::Tensor& out);
@@ -67,8 +68,10 @@ at::Tensor index_scores(const PagedIndexScores& in);
 
 // CSA's pick (index_topk.h): scores [..., E] float32 on CUDA, contiguous -> [..., k] int64, the
 // top k entries of each row in ascending entry order (of equal scores the lower entry wins), -1
-// past the row's visible (> -inf) entries.
-at::Tensor index_topk(const at::Tensor& scores, int64_t k);
+// past the row's visible (> -inf) entries. With block_tables [B, n] int64 (scores [B, L, E]) and
+// the layer's ratio, the picks are the entries' rows of the paged state instead of their ids
+// (PagedAttention::picks_are_rows).
+at::Tensor index_topk(const at::Tensor& scores, int64_t k, const at::Tensor& block_tables = {}, int64_t ratio = 0);
 
 // The KV compressor's update of one group in place (compressor.h): kv_rows and score_rows
 // [B, L, c d'] float32 (the run's projections; score without ape), ape [m, c d'] float32,

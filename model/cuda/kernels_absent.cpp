@@ -20,7 +20,7 @@ void sparse_attention(const PagedAttention&, at::Tensor&) { absent("cuda::sparse
 bool sparse_attention_runs_head_split(const PagedAttention&) { return false; }
 bool index_scores_supported(const at::Tensor&, const at::Tensor&) { return false; }
 at::Tensor index_scores(const PagedIndexScores&) { absent("cuda::index_scores"); }
-at::Tensor index_topk(const at::Tensor&, int64_t) { absent("cuda::index_topk"); }
+at::Tensor index_topk(const at::Tensor&, int64_t, const at::Tensor&, int64_t) { absent("cuda::index_topk"); }
 bool hc_supported(const at::Tensor&) { return false; }
 HcPreOut hc_pre(const HcPre&) { absent("cuda::hc_pre"); }
 at::Tensor hc_post(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&) { absent("cuda::hc_post"); }

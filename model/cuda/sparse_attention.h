@@ -56,10 +56,8 @@ struct SparseAttentionArgs {
   // it is measured faster (docs/kernel-notes.md, seventeenth session).
   bool head_split = false;
   // CSA: picks hold rows of `entries` ([num_blocks * 128 / ratio] rows; -1 none) instead of entry
-  // ids, the block table applied where they were made, so a pick's key takes one dependent read
-  // less (the same keys, the same bits). Set by attention_micro --pick-rows; the forward still
-  // passes entry ids (docs/kernel-notes.md, twenty-fifth session). Last, so that a struct without
-  // it is a prefix (attention_micro's reference).
+  // ids, the block table applied where they were made (index_topk.h), so a pick's key takes one
+  // dependent read less. Last, so that a struct without it is a prefix (attention_micro's reference).
   bool picks_are_rows = false;
 };
 

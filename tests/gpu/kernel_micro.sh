@@ -47,7 +47,7 @@ build_micro() {
     >> "$out/micro_build.log" 2>&1 &&
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -lineinfo -I. -Xptxas -v "$@" -c model/cuda/sparse_attention_heads.cu -o build-micro/$name.heads.o \
       >> "$out/micro_build.log" 2>&1 &&
-    $nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. "$@" tests/model/attention_micro.cu build-micro/sparse_attention.o build-micro/index_scores.o \
+    $nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. "$@" tests/model/attention_micro.cu build-micro/sparse_attention.o build-micro/index_scores.o build-micro/index_topk.o \
       build-micro/$name.sm90.o build-micro/$name.heads.o "${ref[@]}" -o build-micro/$name >> "$out/micro_build.log" 2>&1
 }
 
@@ -65,7 +65,7 @@ if [ $build = 1 ]; then
     done
     ref=(-DDEEPINFER_MICRO_REFERENCE "${ref[@]}")
   fi
-  for f in sparse_attention index_scores; do
+  for f in sparse_attention index_scores index_topk; do
     $nvcc -std=c++17 -O3 -arch=sm_90 -lineinfo -I. -Xptxas -v -c model/cuda/$f.cu -o build-micro/$f.o >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
   done

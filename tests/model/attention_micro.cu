@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "model/cuda/index_scores.h"
+#include "model/cuda/index_topk.h"
 #include "model/cuda/sparse_attention.h"
 
 #ifdef DEEPINFER_SM90_TRACE
@@ -61,6 +62,7 @@ cudaError_t index_scores(const deepinfer::model::cuda::IndexScoresArgs& a, cudaS
 namespace {
 
 using deepinfer::model::cuda::IndexScoresArgs;
+using deepinfer::model::cuda::IndexTopkArgs;
 using deepinfer::model::cuda::SparseAttentionArgs;
 
 void check(cudaError_t e, const char* what) {
@@ -224,7 +226,7 @@ int run_attention(int argc, char** argv) {
       }
       a.picks = entry_picks[s] = device_copy(picks);
       a.num_picks = topk;
-      if (pick_rows) {  // the block table applied here (the forward: branch pick-rows-forward)
+      if (pick_rows) {  // the block table applied, as index_topk does for the forward
         for (int64_t b = 0; b < B; ++b)
           for (int64_t c = 0; c < topk; ++c) {
             int64_t& w = picks[b * topk + c];
@@ -320,7 +322,7 @@ int run_indexer(int argc, char** argv) {
   const int sets = 4;
   std::vector<IndexScoresArgs> args(sets);
   std::mt19937_64 rng(7);
-  std::vector<int64_t> start(B, context - 1);
+  std::vector<int64_t> start(B, context - 1), table0;  // table0: set 0's block table
   for (int s = 0; s < sets; ++s) {
     IndexScoresArgs& a = args[s];
     a.q = random_bf16(size_t(B) * H * D, 400 + s, 1.0f);
@@ -334,6 +336,7 @@ int run_indexer(int argc, char** argv) {
     std::shuffle(perm.begin(), perm.end(), rng);
     std::copy(perm.begin(), perm.begin() + table.size(), table.begin());
     a.block_tables = device_copy(table);
+    if (s == 0) table0 = table;
     check(cudaMalloc(&a.scores, size_t(B) * E * 4), "cudaMalloc");
     a.num_seqs = B;
     a.len = 1;
@@ -353,6 +356,37 @@ int run_indexer(int argc, char** argv) {
       "attention_micro: indexer batch %ld context %ld (%ld entries), H %d D %d: median %.1f us -> %.0f GB/s = %.1f%% of 4.3 TB/s, %.1f "
       "TFLOP/s\n",
       long(B), long(context), long(E), H, D, m * 1e3, bytes / m / 1e6, bytes / m / 1e6 / 43.0, 2.0 * B * E * H * D / m / 1e9);
+  {  // the top 512 of set 0's scores as entry ids and as rows of the paged entries (the block table applied)
+    const int64_t k = 512;
+    IndexTopkArgs ids;
+    ids.scores = args[0].scores;
+    ids.rows = B;
+    ids.entries = E;
+    ids.k = k;
+    check(cudaMalloc(&ids.picks, size_t(B) * k * 8), "cudaMalloc");
+    IndexTopkArgs rows = ids;
+    check(cudaMalloc(&rows.picks, size_t(B) * k * 8), "cudaMalloc");
+    rows.block_tables = args[0].block_tables;
+    rows.block_stride = blocks_per_seq;
+    rows.rows_per_seq = 1;
+    rows.ratio = ratio;
+    check(deepinfer::model::cuda::index_topk(ids, nullptr), "index_topk");
+    check(deepinfer::model::cuda::index_topk(rows, nullptr), "index_topk rows");
+    std::vector<int64_t> got_ids(size_t(B) * k), got_rows(size_t(B) * k);
+    check(cudaMemcpy(got_ids.data(), ids.picks, got_ids.size() * 8, cudaMemcpyDeviceToHost), "copy");
+    check(cudaMemcpy(got_rows.data(), rows.picks, got_rows.size() * 8, cudaMemcpyDeviceToHost), "copy");
+    size_t differ = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t e = got_ids[b * k + j];
+        const int64_t want = e < 0 ? -1 : table0[b * blocks_per_seq + e / per_block] * per_block + e % per_block;
+        differ += got_rows[b * k + j] != want;
+      }
+    const double ids_ms = time_median(iters, [&](int64_t, cudaStream_t st) { check(deepinfer::model::cuda::index_topk(ids, st), "topk"); });
+    const double rows_ms = time_median(iters, [&](int64_t, cudaStream_t st) { check(deepinfer::model::cuda::index_topk(rows, st), "topk"); });
+    std::printf("  top-%ld of %ld entries: picks as ids %.1f us, as rows %.1f us; %zu of %zu rows differ from the ids mapped on the host\n",
+                long(k), long(E), ids_ms * 1e3, rows_ms * 1e3, differ, got_rows.size());
+  }
 #ifdef DEEPINFER_MICRO_REFERENCE
   {
     IndexScoresArgs r = args[0];

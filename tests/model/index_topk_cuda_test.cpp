@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -99,6 +100,44 @@ TEST(IndexTopkCuda, MatchesTheDefinition) {
     }
   }
   std::printf("[index_topk] %d score sets checked against the stable-sort definition\n", checked);
+}
+
+// With a block table, every pick is its entry's row of the paged state, in the same order, and
+// -1 stays -1: against the definition's ids mapped on the host, over ratios, ragged visibility,
+// a table of shuffled blocks and L queries a sequence.
+TEST(IndexTopkCuda, PicksAsPagedRows) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  const at::Device cuda(at::kCUDA, 0);
+  struct Shape {
+    int64_t seqs, len, entries, k, ratio;
+  };
+  const std::vector<Shape> shapes{{1, 1, 5, 8, 4}, {3, 2, 700, 512, 4}, {2, 3, 8192, 512, 4}, {4, 1, 300, 16, 128}, {2, 5, 1000, 64, 8}};
+  uint64_t seed = 500;
+  for (const Shape& shape : shapes) {
+    const int64_t per_block = 128 / shape.ratio, blocks = (shape.entries + per_block - 1) / per_block + 3;  // a longer table row too
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> pool(static_cast<size_t>(shape.seqs * blocks * 2));
+    std::iota(pool.begin(), pool.end(), 0);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    const at::Tensor table = at::from_blob(pool.data(), {shape.seqs, blocks}, at::kLong).clone();
+    const int64_t rows = shape.seqs * shape.len;
+    std::vector<int64_t> visible(static_cast<size_t>(rows));
+    for (auto& v : visible) v = static_cast<int64_t>(rng() % (shape.entries + 1));
+    const at::Tensor scores = make_scores(rows, shape.entries, Kind::kTied, visible, seed++);
+    const at::Tensor got =
+        cuda::index_topk(scores.reshape({shape.seqs, shape.len, shape.entries}).to(cuda), shape.k, table.to(cuda), shape.ratio).cpu();
+    const at::Tensor ids = reference_topk(scores, shape.k);
+    ASSERT_EQ(got.sizes(), (at::IntArrayRef{shape.seqs, shape.len, shape.k}));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < shape.k; ++j) {
+        const int64_t e = ids[r][j].item<int64_t>(), seq = r / shape.len;
+        const int64_t expected = e < 0 ? -1 : table[seq][e / per_block].item<int64_t>() * per_block + e % per_block;
+        ASSERT_EQ(got[seq][r % shape.len][j].item<int64_t>(), expected)
+            << shape.seqs << " x " << shape.len << " x " << shape.entries << ", k " << shape.k << ", ratio " << shape.ratio << ": row " << r
+            << " pick " << j;
+      }
+    }
+  }
 }
 
 TEST(IndexTopkCuda, BatchInvariant) {

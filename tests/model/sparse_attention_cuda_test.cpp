@@ -9,6 +9,8 @@
 //  - batch invariance: a query's output is bit-identical alone and inside batches of 2..256
 //    random other sequences, at any place in the batch, and a row of two splits the same bits
 //    whether its launch merges in clusters or through the merge kernel;
+//  - CSA picks given as rows of the paged entries (the forward's index_topk with the block table)
+//    give the same bits as the entry ids they stand for;
 //  - both again for the head-split kernel (SparseAttentionArgs::head_split) on the CSA and
 //    window-only shapes it takes, where the GPU is Hopper;
 //  - the CUDA forward of the tiny model (bfloat16) with the kernels (attention, indexer, top-k,
@@ -189,6 +191,49 @@ TEST(SparseAttentionCuda, TwoSplitRowsMergeAlikeInEveryLaunch) {
     cuda::sparse_attention(batch.in, batch.out);
     EXPECT_TRUE(at::equal(batch.out[batch.rows[at]].cpu(), expected)) << "the row at " << at << " of " << starts.size() << " differs";
   }
+}
+
+// CSA picks given as rows of the paged entries (PagedAttention::picks_are_rows, as the forward's
+// index_topk makes them) read the same keys as the entry ids they stand for: the same bits, on
+// every group of kGroups, for the split kernels and (on Hopper) the head-split kernel.
+TEST(SparseAttentionCuda, PicksAsRowsReadTheSameKeys) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  const at::Device cuda(at::kCUDA, 0);
+  uint64_t seed = 800;
+  int compared = 0;
+  for (const AttentionShape& s : {kTinyCsa, kV4Csa, AttentionShape{"24 heads, D 256, CSA m 16 k 8", 24, 256, 128, 16, 8},
+                                  AttentionShape{"48 heads, D 512, CSA k 700", 48, 512, 128, 4, 700}}) {
+    for (const Group& g : kGroups) {
+      PagedBatch batch = make_batch(s, g.starts, g.len, seeds_from(seed, g.starts.size()), seed, cuda);
+      ++seed;
+      if (!batch.in.picks.defined()) continue;  // nothing visible to pick
+      for (const bool head_split : {false, true}) {
+        batch.in.head_split = head_split;
+        batch.in.picks_are_rows = false;
+        if (head_split && !cuda::sparse_attention_runs_head_split(batch.in)) continue;
+        batch.out.fill_(NAN);
+        cuda::sparse_attention(batch.in, batch.out);
+        const at::Tensor written = at::tensor(batch.rows, at::kLong).to(cuda);  // the others stay NaN
+        const at::Tensor by_ids = batch.out.index_select(0, written);
+        const at::Tensor ids = batch.in.picks;
+        const int64_t per_block = 128 / s.ratio;
+        const at::Tensor seq = at::div(at::arange(ids.size(0), ids.options()), batch.in.len, "floor").unsqueeze(1).expand_as(ids);
+        const at::Tensor w = ids.clamp_min(0);
+        const at::Tensor rows =
+            batch.in.block_tables.index({seq, at::div(w, per_block, "floor")}) * per_block + at::remainder(w, per_block);
+        batch.in.picks = at::where(ids < 0, ids, rows).contiguous();
+        batch.in.picks_are_rows = true;
+        batch.out.fill_(NAN);
+        cuda::sparse_attention(batch.in, batch.out);
+        batch.in.picks = ids;
+        EXPECT_TRUE(at::equal(batch.out.index_select(0, written), by_ids))
+            << s.name << ", " << g.starts.size() << " sequences x " << g.len << " queries" << (head_split ? ", head split" : "");
+        ++compared;
+      }
+    }
+  }
+  std::printf("[sparse_attention] %d launches with picks as rows compared with picks as entry ids\n", compared);
+  EXPECT_GT(compared, 0);
 }
 
 // The head-split kernel (sparse_attention_heads.h, a kernel under test that the forward does not
