@@ -16,6 +16,7 @@
 #include "model/cuda/sparse_attention_sm90_layout.cuh"
 #include "model/cuda/sparse_attention_sm90_merge.cuh"
 #include "model/cuda/wgmma.cuh"
+#include "model/cuda/wgmma_ss.cuh"
 
 namespace deepinfer::model::cuda {
 namespace {
@@ -25,18 +26,33 @@ using namespace sm90;
 
 constexpr int kPReady = 1, kPFree = 2, kKeysFree = 3;  // the named barriers (sm90_sync.cuh)
 
-// Warp `warp` (of the block's 8) copies its 8 of a tile's 64 rows, rows 8 warp .. 8 warp + 7 of
-// 512 bfloat16, into a swizzled tile, half a row per copy: row r from rows[r] (null: zeros, the
-// readable `fallback` standing in for the address).
-__device__ __forceinline__ void copy_strip(unsigned char* tile, const __nv_bfloat16* const* rows, const __nv_bfloat16* fallback, int warp,
+// A stage: the keys scored, softmaxed and added as one, in a buffer of its own. The 128 KB of key
+// space hold two stages of 64 keys or four of 32 (three then in flight while one is worked on).
+#ifndef DEEPINFER_SM90_STAGE_KEYS
+#define DEEPINFER_SM90_STAGE_KEYS 64
+#endif
+constexpr int kStageKeys = DEEPINFER_SM90_STAGE_KEYS;
+static_assert(kStageKeys == 32 || kStageKeys == 64, "stages of 32 or 64 keys");
+constexpr int kStages = 2 * kKeys / kStageKeys;     // key buffers
+constexpr int kStageBytes = kStageKeys * kD * 2;    // a buffer: 8 swizzled column tiles of kStageKeys rows x 64 columns
+constexpr int kStageColumnBytes = kStageBytes / 8;  // q's column tiles stay kColumnTileBytes (64 heads)
+constexpr int kStrips = kStageKeys / 8;             // 8-row strips a stage, one warp's copies each
+// The mbarriers in Shared::kFull: the key buffers', then q's, the pair's partials' and the other split's "q is free".
+constexpr int kQBarrier = kStages, kReceivedBarrier = kStages + 1, kQFreeBarrier = kStages + 2;
+static_assert(kQFreeBarrier < Shared::kBarriers, "room for the mbarriers");
+
+// Strip `strip` of a stage, rows 8 strip .. 8 strip + 7 of 512 bfloat16, into its swizzled buffer,
+// half a row per copy: row r from rows[r] (null: zeros, the readable `fallback` standing in for
+// the address). One warp's copies.
+__device__ __forceinline__ void copy_strip(unsigned char* tile, const __nv_bfloat16* const* rows, const __nv_bfloat16* fallback, int strip,
                                            int lane) {
   const __nv_bfloat16* src[8];  // read before the copies: each copy's asm may write memory, so none could be read between them
 #pragma unroll
-  for (int i = 0; i < 8; ++i) src[i] = rows[8 * warp + i];
+  for (int i = 0; i < 8; ++i) src[i] = rows[8 * strip + i];
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
     const int r = j / 2, c = (j % 2) * 32 + lane;
-    copy16_async(tile + (c / 8) * kColumnTileBytes + swizzled_offset(8 * warp + r, c % 8), src[r] != nullptr ? src[r] + c * 8 : fallback,
+    copy16_async(tile + (c / 8) * kStageColumnBytes + swizzled_offset(8 * strip + r, c % 8), src[r] != nullptr ? src[r] + c * 8 : fallback,
                  src[r] != nullptr);
   }
 }
@@ -93,15 +109,21 @@ __device__ __forceinline__ void find_first_rows(const __nv_bfloat16** rows_s, co
   }
 }
 
-// Scores of the 64 heads and a tile's 64 keys (group 0): s = q k^T over the 512 dims, k16 steps in order.
-__device__ __forceinline__ void score_tile(float (&s)[32], const unsigned char* q_s, const unsigned char* k_s) {
+// Scores of the 64 heads and a stage's keys (group 0): s = q k^T over the 512 dims, k16 steps in order.
+template <int N>  // kStageKeys / 2 scores a thread
+__device__ __forceinline__ void score_tile(float (&s)[N], const unsigned char* q_s, const unsigned char* k_s) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) s[i] = 0.0f;
+  for (int i = 0; i < N; ++i) s[i] = 0.0f;
   wgmma_fence();
 #pragma unroll
   for (int step = 0; step < (kSkip & 2 ? 0 : kD / 16); ++step) {
-    const int offset = (step / 4) * kColumnTileBytes + (step % 4) * 32;
-    wgmma_m64n64k16_ss(s, wgmma_descriptor(q_s + offset, 16, 1024), wgmma_descriptor(k_s + offset, 16, 1024));
+    const uint64_t q = wgmma_descriptor(q_s + (step / 4) * kColumnTileBytes + (step % 4) * 32, 16, 1024);
+    const uint64_t k = wgmma_descriptor(k_s + (step / 4) * kStageColumnBytes + (step % 4) * 32, 16, 1024);
+    if constexpr (N == 32) {
+      wgmma_m64n64k16_ss(s, q, k);
+    } else {
+      wgmma_m64n32k16_ss<0>(s, q, k);
+    }
   }
   wgmma_commit();
   wgmma_wait<0>();
@@ -114,15 +136,16 @@ struct RunningSoftmax {
   float sum[2] = {0.0f, 0.0f};
 };
 
-// Group 0's online softmax step over one tile of scores (heads r0, r1, keys 8 j + 2 quad + {0, 1}):
+// Group 0's online softmax step over one stage's scores (heads r0, r1, keys 8 j + 2 quad + {0, 1}):
 // missing keys masked, the running max and sum updated, the probabilities as bfloat16 into pa (the
 // A operand of this group's P V, k16 step t: keys 16 t ..) and p_s (the other group's); alpha, the
 // factor of the earlier tiles, out.
-__device__ __forceinline__ void softmax_tile(float (&s)[32], const __nv_bfloat16* const* tile_rows, float scale, RunningSoftmax& run,
-                                             uint32_t (&pa)[4][4], unsigned char* p_s, float (&alpha)[2], int r0, int r1, int quad) {
+__device__ __forceinline__ void softmax_tile(float (&s)[kStageKeys / 2], const __nv_bfloat16* const* tile_rows, float scale,
+                                             RunningSoftmax& run, uint32_t (&pa)[kStageKeys / 16][4], unsigned char* p_s, float (&alpha)[2],
+                                             int r0, int r1, int quad) {
   float tile_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kStageKeys / 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 2; ++e) {
       const bool valid = tile_rows[8 * j + 2 * quad + e] != nullptr;
@@ -143,7 +166,7 @@ __device__ __forceinline__ void softmax_tile(float (&s)[32], const __nv_bfloat16
     run.max[r] = m;
   }
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < kStageKeys / 8; ++j) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float p0 = exp2f(s[4 * j + 2 * r] - base[r]), p1 = exp2f(s[4 * j + 2 * r + 1] - base[r]);
@@ -173,20 +196,23 @@ __device__ __forceinline__ void rescale(float (&acc)[128], float alpha0, float a
   }
 }
 
-// acc (64 heads x the group's 256 dims) += P V over the tile's 64 keys (V = the key tile read
+// acc (64 heads x the group's 256 dims) += P V over the stage's keys (V = the key buffer read
 // MN-major), issued, not waited for: group 0 with P from registers (dims 0..255), group 1 with P
 // from shared memory (dims 256..511).
-__device__ __forceinline__ void add_pv_from_registers(float (&acc)[128], const uint32_t (&pa)[4][4], const unsigned char* k_s) {
+__device__ __forceinline__ void add_pv_from_registers(float (&acc)[128], const uint32_t (&pa)[kStageKeys / 16][4],
+                                                      const unsigned char* k_s) {
   wgmma_fence();
 #pragma unroll
-  for (int t = 0; t < (kSkip & 4 ? 0 : 4); ++t) wgmma_m64n256k16_rs(acc, pa[t], wgmma_descriptor(k_s + t * 2048, kColumnTileBytes, 1024));
+  for (int t = 0; t < (kSkip & 4 ? 0 : kStageKeys / 16); ++t) {
+    wgmma_m64n256k16_rs(acc, pa[t], wgmma_descriptor(k_s + t * 2048, kStageColumnBytes, 1024));
+  }
 }
 __device__ __forceinline__ void add_pv_from_shared(float (&acc)[128], const unsigned char* p_s, const unsigned char* k_s) {
   wgmma_fence();
 #pragma unroll
-  for (int t = 0; t < (kSkip & 4 ? 0 : 4); ++t) {
+  for (int t = 0; t < (kSkip & 4 ? 0 : kStageKeys / 16); ++t) {
     wgmma_m64n256k16_ss(acc, wgmma_descriptor(p_s + t * 32, 16, 1024),
-                        wgmma_descriptor(k_s + 4 * kColumnTileBytes + t * 2048, kColumnTileBytes, 1024));
+                        wgmma_descriptor(k_s + 4 * kStageColumnBytes + t * 2048, kStageColumnBytes, 1024));
   }
 }
 
@@ -252,23 +278,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   if (!kCluster && !active) return;
   const int64_t first_key = split * per_split;
   const int split_keys = active ? static_cast<int>(min(num_keys - first_key, per_split)) : 0;
-  const int tiles = (split_keys + kKeys - 1) / kKeys;
+  const int tiles = (split_keys + kKeys - 1) / kKeys;  // the lookups' tiles of 64 keys
+  const int stages = (split_keys + kStageKeys - 1) / kStageKeys;
   const int64_t row = a.query_rows[k.query];
   const bool pair = kCluster && splits == 2 && active;  // a row of two splits, merged in the cluster
   const int group = threadIdx.x / 128, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32, quad = lane % 4;
   const Part part{16 * warp + lane / 4, 16 * warp + lane / 4 + 8, group * (kD / 2) + 2 * quad, quad, group};
 
-  // q and tile 0 go out before the later tiles' keys are looked up, each warp copying the rows it
-  // looked up (no block barrier stands before the copies); group 1 copies the later tiles.
+  // q and the first stages go out before the later keys are looked up, each warp copying the rows
+  // it looked up (no block barrier stands before the copies); group 1 copies the later stages.
   if (threadIdx.x == 0) {
-    init_barrier(&full_s[0], 128);
-    init_barrier(&full_s[1], 128);
-    init_barrier(&full_s[2], 1);
-    load_q_tiles(q_s, &q_map, row, &full_s[2]);  // every block, active or not: the wait for it below takes no condition
-    if (kCluster) {                              // the other split's partials of this block's heads, by st.async (merge_pair)
-      init_barrier(&full_s[3], 1);
-      if (pair) arrive_expect_bytes(&full_s[3], pair_bytes(static_cast<int>(split), a.heads));
-      init_barrier(&full_s[4], 4);  // the other split's q is free: its group 0's warps done with their last scores
+    for (int b = 0; b < kStages; ++b) init_barrier(&full_s[b], 128);  // a stage's copying warps (4) arrive after their copies
+    init_barrier(&full_s[kQBarrier], 1);
+    load_q_tiles(q_s, &q_map, row, &full_s[kQBarrier]);  // every block, active or not: the wait for it below takes no condition
+    if (kCluster) {                                      // the other split's partials of this block's heads, by st.async (merge_pair)
+      init_barrier(&full_s[kReceivedBarrier], 1);
+      if (pair) arrive_expect_bytes(&full_s[kReceivedBarrier], pair_bytes(static_cast<int>(split), a.heads));
+      init_barrier(&full_s[kQFreeBarrier], 4);  // the other split's q is free: its group 0's warps done with their last scores
     }
   }
   if constexpr (kCluster) cluster_arrive_relaxed();  // the mbarriers are set up (their fence released it), waited for before the tiles
@@ -279,9 +305,18 @@ __global__ void __launch_bounds__(kThreads, 1)
   find_first_rows(rows_s, a, k, first_key, split_keys, min(tiles, 4), pick, block_warp, lane);
   __syncwarp();
   trace(3);  // this warp's first key rows found (their addresses stored)
+  // The first kStages - 1 stages go out now, each warp copying the strip whose rows it looked up
+  // (rows 64 t + 8 warp .. + 7 of lookup tile t): stage 0 as a group of copies of its own, waited
+  // for before the loop; with four buffers, stage 2 (warps 0-3) and stage 1 (warps 4-7) too, which
+  // arrive on their buffers' mbarriers once the block has set the mbarriers up.
   unsigned char* keys_s = shared + Shared::kK;
-  if (tiles > 0) copy_strip(keys_s, rows_s, a.q, block_warp, lane);
-  commit_copies();  // q and tile 0
+  const int later = block_warp < 4 ? 2 : 1;  // with four buffers, the warp's start stage after stage 0
+  if (stages > 0 && 8 * block_warp < kStageKeys) copy_strip(keys_s, rows_s, a.q, block_warp % kStrips, lane);
+  commit_copies();  // stage 0 (q came by the tensor-memory accelerator)
+  if constexpr (kStages > 2) {
+    if (later < stages) copy_strip(keys_s + later * kStageBytes, rows_s + later * kStageKeys, a.q, block_warp % kStrips, lane);
+  }
+  commit_copies();  // the later start stages (none: an empty group)
   trace(1);
   find_rows(rows_s, a, k, first_key, split_keys, 4, tiles, block_warp, lane);
 
@@ -290,40 +325,46 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   const float scale = a.scale * kLog2e;
-  wait_copies<0>();
+  wait_copies<1>();  // stage 0's copies (the later start stages' may still be in flight)
   if (kCluster && threadIdx.x < a.heads) sink_s[threadIdx.x] = sink;
-  fence_async_shared();                    // the copies' writes, for the tensor cores' reads
-  __syncthreads();                         // q, tile 0 and every rows_s entry are in, the barriers set up
-  wait_barrier(&full_s[2], 0);             // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
+  fence_async_shared();  // the copies' writes, for the tensor cores' reads
+  __syncthreads();       // q, stage 0 and every rows_s entry are in, the barriers set up
+  if constexpr (kStages > 2) {
+    if (later < stages) arrive_after_copies(&full_s[later]);  // once its copies (all this thread's so far) land
+  }
+  wait_barrier(&full_s[kQBarrier], 0);     // q, by every thread: a condition here makes ptxas serialize the wgmmas (C7520)
   if constexpr (kCluster) cluster_wait();  // both blocks' mbarriers are set up: remote arrivals and st.async may go there
-  for (int tile = 0; tile < tiles; ++tile) {
-    unsigned char* k_s = keys_s + (tile % 2) * kTileBytes;
-    const bool refill = tile + 1 < tiles;  // the other buffer takes the next tile, once both groups are done with it
+  for (int tile = 0; tile < stages; ++tile) {
+    unsigned char* k_s = keys_s + (tile % kStages) * kStageBytes;
+    // Stage tile + kStages - 1 goes into the buffer stage tile - 1 held, once both groups are done with it.
+    const int next = tile + kStages - 1;
+    const bool refill = next < stages;
     if (group == 1) {
       if (tile > 0) {
         if (refill) sync_groups<kKeysFree>();
         arrive_groups<kPFree>();
       }
       if (refill) {
-        unsigned char* next = keys_s + ((tile + 1) % 2) * kTileBytes;
-        if (!(kSkip & 1)) {
-          copy_strip(next, rows_s + (tile + 1) * kKeys, a.q, warp, lane);
-          copy_strip(next, rows_s + (tile + 1) * kKeys, a.q, warp + 4, lane);
-        }
-        arrive_after_copies(&full_s[(tile + 1) % 2]);
+        unsigned char* buffer = keys_s + (next % kStages) * kStageBytes;
+#pragma unroll
+        for (int strip = warp; strip < (kSkip & 1 ? 0 : kStrips); strip += 4)
+          copy_strip(buffer, rows_s + next * kStageKeys, a.q, strip, lane);
+        arrive_after_copies(&full_s[next % kStages]);
       }
     }
     if (group == 0 && tile > 0 && refill) arrive_groups<kKeysFree>();
-    if (tile > 0) wait_barrier(&full_s[tile % 2], ((tile - 1) / 2) & 1);  // tile t > 0 is the ((t - 1) / 2)-th in its buffer
+    // Stage t > 0 waits on its buffer's mbarrier: buffer b > 0's n-th use is stage b + n kStages; buffer
+    // 0's first (stage 0) was waited for as a group of copies.
+    if (tile > 0) wait_barrier(&full_s[tile % kStages], (tile / kStages - (tile % kStages == 0 ? 1 : 0)) & 1);
     trace(4 + 4 * tile);
     if (group == 0) {
-      float s[32];
+      float s[kStageKeys / 2];
       score_tile(s, q_s, k_s);
       trace(5 + 4 * tile);
       if (tile > 0) sync_groups<kPFree>();
-      uint32_t pa[4][4];
+      uint32_t pa[kStageKeys / 16][4];
       float alpha[2];
-      softmax_tile(s, rows_s + tile * kKeys, scale, run, pa, p_s, alpha, part.r0, part.r1, quad);
+      softmax_tile(s, rows_s + tile * kStageKeys, scale, run, pa, p_s, alpha, part.r0, part.r1, quad);
       if (quad == 0) {
         alpha_s[part.r0] = alpha[0];
         alpha_s[part.r1] = alpha[1];
@@ -345,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     trace(7 + 4 * tile);
   }
   // Group 0's warps are done with q (their last scores): the other split may send its partials there (merge_pair).
-  if (pair && group == 0 && lane == 0) arrive_remote(&full_s[4], static_cast<uint32_t>(1 - split));
+  if (pair && group == 0 && lane == 0) arrive_remote(&full_s[kQFreeBarrier], static_cast<uint32_t>(1 - split));
   trace(60);
   allow_next_grid();  // the next kernel may launch; a dependent one waits for this grid before it reads
 
@@ -359,7 +400,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();
   if (splits == 1 && active) write_output(a, row, acc, max_s, sum_s, shared, part);
   if constexpr (kCluster) {
-    if (pair) merge_pair(a, row, static_cast<int>(split), shared, &full_s[3], &full_s[4], acc, max_s, sum_s, sink_s, part);
+    if (pair)
+      merge_pair(a, row, static_cast<int>(split), shared, &full_s[kReceivedBarrier], &full_s[kQFreeBarrier], acc, max_s, sum_s, sink_s,
+                 part);
   } else if (splits > 1) {
     write_partials(a, max_splits, split, acc, max_s, sum_s, part);
   }

@@ -28,8 +28,8 @@ struct Shared {
   // The sinks, read as the kernel starts; the other split's (max, sum) of the heads this block merges.
   static constexpr int kSink = kSum + kAllHeads * 4, kStats = kSink + kAllHeads * 4;
   // The mbarriers: the key buffers', q's, the pair's partials' and the other split's "q is free".
-  static constexpr int kFull = kStats + kAllHeads * 8;
-  static constexpr int kBytes = kFull + 5 * 8 + 1024;  // and room to align the base to 1024
+  static constexpr int kFull = kStats + kAllHeads * 8, kBarriers = 8;
+  static constexpr int kBytes = kFull + kBarriers * 8 + 1024;  // and room to align the base to 1024
 };
 
 // Heads [first, end) of the split's share of the merge, `splits` shares of 64 heads.

@@ -282,6 +282,7 @@ int run_attention(int argc, char** argv) {
     SparseAttentionArgs r = args[0];
     r.head_split = false;  // the reference revision's default kernels (a revision without the field reads none)
     r.picks = entry_picks[0];
+    r.picks_are_rows = false;  // entry ids (a revision with the field would read them as rows)
     const size_t n = size_t(B) * H * D;
     std::vector<__nv_bfloat16*> ref_outs(sets);  // one a set, as this version's: a single buffer would stay in the L2 and flatter it
     for (auto& o : ref_outs) check(cudaMalloc(&o, n * 2), "cudaMalloc");
@@ -302,6 +303,7 @@ int run_attention(int argc, char** argv) {
       x.workspace = ref_ws;
       x.head_split = false;
       x.picks = entry_picks[set];
+      x.picks_are_rows = false;
     }
     const double ref_ms =
         time_median(iters, [&](int64_t i, cudaStream_t st) { check(reference::sparse_attention(ref_args[i % sets], st), "reference"); });
@@ -383,7 +385,8 @@ int run_indexer(int argc, char** argv) {
         differ += got_rows[b * k + j] != want;
       }
     const double ids_ms = time_median(iters, [&](int64_t, cudaStream_t st) { check(deepinfer::model::cuda::index_topk(ids, st), "topk"); });
-    const double rows_ms = time_median(iters, [&](int64_t, cudaStream_t st) { check(deepinfer::model::cuda::index_topk(rows, st), "topk"); });
+    const double rows_ms =
+        time_median(iters, [&](int64_t, cudaStream_t st) { check(deepinfer::model::cuda::index_topk(rows, st), "topk"); });
     std::printf("  top-%ld of %ld entries: picks as ids %.1f us, as rows %.1f us; %zu of %zu rows differ from the ids mapped on the host\n",
                 long(k), long(E), ids_ms * 1e3, rows_ms * 1e3, differ, got_rows.size());
   }
