@@ -40,13 +40,6 @@ constexpr int kStrips = kStageKeys / 8;             // 8-row strips a stage, one
 // The mbarriers in Shared::kFull: the key buffers', then q's, the pair's partials' and the other split's "q is free".
 constexpr int kQBarrier = kStages, kReceivedBarrier = kStages + 1, kQFreeBarrier = kStages + 2;
 static_assert(kQFreeBarrier < Shared::kBarriers, "room for the mbarriers");
-// Group 0 issues stage t + 1's scores before stage t's softmax, so that the tensor cores score while
-// it computes (the same instructions in the same order a row; four buffers keep the next keys in).
-#ifndef DEEPINFER_SM90_OVERLAP
-#define DEEPINFER_SM90_OVERLAP 0
-#endif
-constexpr bool kOverlap = DEEPINFER_SM90_OVERLAP != 0;
-static_assert(!kOverlap || kStages == 4, "scores a stage ahead need the next stage's keys in: four buffers");
 
 // The phase of stage t's buffer mbarrier (t > 0): buffer b > 0's n-th use is stage b + n kStages;
 // buffer 0's first (stage 0) is waited for as a group of copies.
@@ -121,8 +114,8 @@ __device__ __forceinline__ void find_first_rows(const __nv_bfloat16** rows_s, co
 }
 
 // Scores of the 64 heads and a stage's keys (group 0): s = q k^T over the 512 dims, k16 steps in order.
-template <int N>  // kStageKeys / 2 scores a thread; issued, not committed
-__device__ __forceinline__ void issue_scores(float (&s)[N], const unsigned char* q_s, const unsigned char* k_s) {
+template <int N>  // kStageKeys / 2 scores a thread
+__device__ __forceinline__ void score_tile(float (&s)[N], const unsigned char* q_s, const unsigned char* k_s) {
 #pragma unroll
   for (int i = 0; i < N; ++i) s[i] = 0.0f;
   wgmma_fence();
@@ -136,10 +129,6 @@ __device__ __forceinline__ void issue_scores(float (&s)[N], const unsigned char*
       wgmma_m64n32k16_ss<0>(s, q, k);
     }
   }
-}
-template <int N>
-__device__ __forceinline__ void score_tile(float (&s)[N], const unsigned char* q_s, const unsigned char* k_s) {
-  issue_scores(s, q_s, k_s);
   wgmma_commit();
   wgmma_wait<0>();
   wgmma_settle(s);
@@ -340,8 +329,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
   const float scale = a.scale * kLog2e;
-  float s_ahead[kStageKeys / 2];  // group 0, with kOverlap: the next stage's scores, issued a stage early
-  wait_copies<1>();               // stage 0's copies (the later start stages' may still be in flight)
+  wait_copies<1>();  // stage 0's copies (the later start stages' may still be in flight)
   if (kCluster && threadIdx.x < a.heads) sink_s[threadIdx.x] = sink;
   fence_async_shared();  // the copies' writes, for the tensor cores' reads
   __syncthreads();       // q, stage 0 and every rows_s entry are in, the barriers set up
@@ -371,21 +359,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (group == 0 && tile > 0 && refill) arrive_groups<kKeysFree>();
     if (tile > 0) wait_barrier(&full_s[tile % kStages], stage_parity(tile));
     trace(4 + 4 * tile);
-    const bool ahead = kOverlap && tile + 1 < stages;
     if (group == 0) {
       float s[kStageKeys / 2];
-      if (kOverlap && tile > 0) {
-#pragma unroll
-        for (int i = 0; i < kStageKeys / 2; ++i) s[i] = s_ahead[i];
-      } else {
-        score_tile(s, q_s, k_s);
-      }
+      score_tile(s, q_s, k_s);
       trace(5 + 4 * tile);
-      if (ahead) {  // the next stage's scores, on the tensor cores while this stage's softmax runs
-        wait_barrier(&full_s[(tile + 1) % kStages], stage_parity(tile + 1));
-        issue_scores(s_ahead, q_s, keys_s + ((tile + 1) % kStages) * kStageBytes);
-        wgmma_commit();
-      }
       if (tile > 0) sync_groups<kPFree>();
       uint32_t pa[kStageKeys / 16][4];
       float alpha[2];
@@ -406,9 +383,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       add_pv_from_shared(acc, p_s, k_s);
     }
     wgmma_commit();
-    wgmma_wait<0>();  // group 0's next scores too, issued first
+    wgmma_wait<0>();
     wgmma_settle(acc);
-    if (group == 0 && ahead) wgmma_settle(s_ahead);
     trace(7 + 4 * tile);
   }
   // Group 0's warps are done with q (their last scores): the other split may send its partials there (merge_pair).

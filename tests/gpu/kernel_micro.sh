@@ -17,9 +17,8 @@
 # pair's merged output stores (DEEPINFER_SM90_SKIP=8); `dsmem` the SM-to-SM network probe
 # (tests/model/dsmem_probe.cu: remote stores, st.async and bulk copies between a cluster's blocks);
 # `rows` CSA with the picks as entry ids and as entry rows (`--pick-rows 1`), alternately, and traced;
-# `stages` the split kernel with stages of 32 keys in four buffers (DEEPINFER_SM90_STAGE_KEYS=32),
-# and with group 0 scoring a stage ahead (DEEPINFER_SM90_OVERLAP=1), beside the default 64 in two,
-# alternately; the default and the overlapped build traced.
+# `stages` the split kernel with stages of 32 keys in four buffers (DEEPINFER_SM90_STAGE_KEYS=32)
+# beside the default 64 in two, alternately, and both traced.
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
@@ -95,11 +94,10 @@ if [ $build = 1 ]; then
   if [ "$mode" = rows ]; then  # picks as entry rows (--pick-rows 1): traced
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || { cat "$out/micro_build.log"; exit 1; }
   fi
-  if [ "$mode" = stages ]; then  # the split kernel with stages of 32 keys (four buffers), with the scores a stage ahead, traced
+  if [ "$mode" = stages ]; then  # the split kernel with stages of 32 keys (four buffers), and both traced
     build_micro stages32 -DDEEPINFER_SM90_STAGE_KEYS=32 || { cat "$out/micro_build.log"; exit 1; }
-    build_micro overlap32 -DDEEPINFER_SM90_STAGE_KEYS=32 -DDEEPINFER_SM90_OVERLAP=1 || exit 1
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
-    build_micro trace_overlap32 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_STAGE_KEYS=32 -DDEEPINFER_SM90_OVERLAP=1 || exit 1
+    build_micro trace_stages32 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_STAGE_KEYS=32 || exit 1
   fi
   if [ "$mode" = dsmem ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/dsmem_probe.cu -o build-micro/dsmem_probe >> "$out/micro_build.log" 2>&1 ||
@@ -153,14 +151,14 @@ if [ "$mode" = rows ]; then  # picks as entry ids and as entry rows, alternately
     build-micro/trace attention --batch 64 --context 32768 --layer csa --pick-rows $r | grep -E "median|trace:|point ( 0| 1| 2| 3| 4| 5| 8|60|61|62|63):"
   done
 fi
-if [ "$mode" = stages ]; then  # stages of 64 and 32 keys, the latter also with the scores a stage ahead, alternately (picks as rows), then traced
+if [ "$mode" = stages ]; then  # stages of 64 and 32 keys, alternately (picks as rows, as the forward passes them), then traced
   for shape in "64 csa 32768" "64 hca 32768" "256 csa 32768" "1 csa 32768" "64 hca 131072" "64 swa 32768"; do
     set -- $shape
-    for v in attention_micro stages32 overlap32 attention_micro stages32 overlap32; do
+    for v in attention_micro stages32 attention_micro stages32; do
       echo "$v $1 $2 $3: $(build-micro/$v attention --batch $1 --context $3 --layer $2 --pick-rows 1 | tr '\n' ' ')"
     done
   done
-  for v in trace trace_overlap32; do
+  for v in trace trace_stages32; do
     echo "== $v"
     build-micro/$v attention --batch 64 --context 32768 --layer csa --pick-rows 1 | grep -E "median|trace:|point ( 0| 1| 3| 4| 5| 6| 7| 8|12|16|20|24|28|32|36|40|43|60|61|62|63):"
   done
