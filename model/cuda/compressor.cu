@@ -1,5 +1,7 @@
 #include "model/cuda/compressor.h"
 
+#include "model/cuda/paged_entries.cuh"
+
 namespace deepinfer::model::cuda {
 namespace {
 
@@ -84,8 +86,7 @@ __global__ void __launch_bounds__(kThreads) entries_kernel(const CompressorArgs 
   }
   __syncthreads();
   // RoPE on the last r channels, interleaved pairs, at position w m; then the paged write.
-  const int64_t per_block = 128 / m;
-  __nv_bfloat16* out = a.paged + (a.block_tables[b * a.block_stride + (w * m) / 128] * per_block + w % per_block) * d;
+  __nv_bfloat16* out = a.paged + paged_entry_row(a.block_tables, b * a.block_stride, w, m) * d;
   const int rope_first = a.dim - a.rope_dim;
   for (int ch = threadIdx.x; ch < a.dim; ch += kThreads) {
     float v = y_s[ch];

@@ -3,6 +3,8 @@
 #include <climits>
 #include <cub/block/block_scan.cuh>
 
+#include "model/cuda/paged_entries.cuh"
+
 namespace deepinfer::model::cuda {
 namespace {
 
@@ -30,8 +32,8 @@ __device__ void histogram(const float* row, int64_t entries, uint32_t prefix, ui
 
 // Entry e of this block's row as a row of the paged entries (IndexTopkArgs::block_tables).
 __device__ __forceinline__ int64_t entry_row(const IndexTopkArgs& a, int64_t e) {
-  const int64_t per_block = 128 / a.ratio, seq = static_cast<int64_t>(blockIdx.x) / a.rows_per_seq;
-  return a.block_tables[seq * a.block_stride + e / per_block] * per_block + e % per_block;
+  const int64_t seq = static_cast<int64_t>(blockIdx.x) / a.rows_per_seq;
+  return paged_entry_row(a.block_tables, seq * a.block_stride, e, a.ratio);
 }
 
 // One block per row (blockIdx.x).

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "model/cuda/paged_entries.cuh"
 #include "model/cuda/sparse_attention.h"
 
 namespace deepinfer::model::cuda::attention {
@@ -51,9 +52,7 @@ struct QueryKeys {
 template <int D>
 __device__ inline const __nv_bfloat16* entry_row(const SparseAttentionArgs& a, const QueryKeys& k, int64_t w) {
   if (w < 0) return nullptr;
-  const int64_t per_block = 128 / a.ratio;
-  const int64_t block = a.block_tables[k.seq * a.block_stride + (w * a.ratio) / 128];
-  return a.entries + (block * per_block + w % per_block) * D;
+  return a.entries + paged_entry_row(a.block_tables, k.seq * a.block_stride, w, a.ratio) * D;
 }
 
 // A pick's entry row: picks hold entry ids (through the block table) or, with picks_are_rows,
