@@ -1,8 +1,9 @@
 #pragma once
 // The model's CUDA kernels as ATen functions: the one seam between the model's device-neutral
 // code and the torch-free kernels beside this header (*.cu, raw pointers, cudaError_t).
-// kernels.cpp implements it in the CUDA build (DEEPINFER_CUDA=ON; the invariant linears in
-// kernels_linear.cpp): shape and dtype checks, the device guard and current stream, a
+// kernels.cpp implements it in the CUDA build (DEEPINFER_CUDA=ON; the attention kernels in
+// kernels_attention.cpp, the FP8 linears in kernels_fp8.cpp, the invariant linears in
+// kernels_linear.cpp, what they share in binding_util.h): shape and dtype checks, the device guard and current stream, a
 // cudaError_t turned into an exception naming the kernel.
 // kernels_absent.cpp is the CPU build's: built() is false, the *_supported() checks are false
 // and the rest throw; a CPU LibTorch has no CUDA tensors, so the model never calls them there.

@@ -1,6 +1,6 @@
 // The CUDA build's ATen bindings of model/cuda/kernels.h's batch-invariant linears
-// (dense_gemm.h); the rest of kernels.h is implemented by kernels.cpp (kept apart so that
-// neither file passes style.md's 500 lines).
+// (dense_gemm.h); the rest of kernels.h is implemented by kernels.cpp, kernels_attention.cpp and
+// kernels_fp8.cpp (kept apart so that no file passes style.md's 500 lines).
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -8,28 +8,22 @@
 #include <string>
 #include <vector>
 
+#include "model/cuda/binding_util.h"
 #include "model/cuda/dense_gemm.h"
 #include "model/cuda/kernels.h"
 
 namespace deepinfer::model::cuda {
+
+using namespace binding;  // check, stream_of, aligned16, tensor_cores_on
+
 namespace {
-
-void check_launch(cudaError_t error, const char* kernel) { TORCH_CHECK(error == cudaSuccess, kernel, ": ", cudaGetErrorString(error)); }
-
-bool aligned_to(const at::Tensor& t, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % bytes == 0; }
 
 // The row stride, in elements, that the kernels' 16-byte copies need.
 int64_t row_multiple(at::ScalarType type) { return type == at::kBFloat16 ? 8 : 4; }
 
 // A [rows, K] operand the kernels read in place: unit inner stride, 16-byte aligned rows.
 bool rows_fit(const at::Tensor& t) {
-  return t.dim() == 2 && t.stride(1) == 1 && t.stride(0) >= t.size(1) && t.stride(0) % row_multiple(t.scalar_type()) == 0 &&
-         aligned_to(t, 16);
-}
-
-bool tensor_cores_on(at::Device device) {
-  int major = 0;
-  return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device.index()) == cudaSuccess && major >= 8;
+  return t.dim() == 2 && t.stride(1) == 1 && t.stride(0) >= t.size(1) && t.stride(0) % row_multiple(t.scalar_type()) == 0 && aligned16(t);
 }
 
 int64_t rows_of(const at::Tensor& x) { return x.size(-1) > 0 ? x.numel() / x.size(-1) : 0; }
@@ -80,7 +74,7 @@ at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::Scalar
   at::Tensor out = at::empty({rows.size(0), N}, x.options().dtype(out_dtype));  // [M, N]
   if (rows.size(0) == 0) return out.view(out_sizes);
   const c10::cuda::CUDAGuard guard(x.device());
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(x.device().index()).stream();
+  const cudaStream_t stream = stream_of(x);
   if (bf16) {
     DenseGemmBf16Args a;
     a.x = reinterpret_cast<const __nv_bfloat16*>(rows.data_ptr());
@@ -95,7 +89,7 @@ at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::Scalar
     a.out_float32 = out_dtype == at::kFloat;
     const at::Tensor workspace = workspace_for(dense_gemm_bf16_workspace_bytes(a.m, N, K), x.device());
     a.workspace = workspace.defined() ? workspace.data_ptr<float>() : nullptr;
-    check_launch(dense_gemm_bf16(a, stream), "dense_gemm_bf16");
+    check(dense_gemm_bf16(a, stream), "dense_gemm_bf16");
   } else {
     DenseGemmF32Args a;
     a.x = rows.data_ptr<float>();
@@ -109,7 +103,7 @@ at::Tensor invariant_linear(const at::Tensor& x, const at::Tensor& w, at::Scalar
     a.k = K;
     const at::Tensor workspace = workspace_for(dense_gemm_f32_workspace_bytes(a.m, N, K), x.device());
     a.workspace = workspace.defined() ? workspace.data_ptr<float>() : nullptr;
-    check_launch(dense_gemm_f32(a, stream), "dense_gemm_f32");
+    check(dense_gemm_f32(a, stream), "dense_gemm_f32");
   }
   return out.view(out_sizes);
 }
@@ -126,8 +120,8 @@ at::Tensor invariant_group_linear(const at::Tensor& x, const at::Tensor& w) {
               "cuda::invariant_group_linear: needs K a positive multiple of 32 and at most 65535 groups, got G ", G, ", N ", N, ", K ", K);
   TORCH_CHECK(tensor_cores_on(x.device()), "cuda::invariant_group_linear: bfloat16 needs a GPU of sm_80 or later, ", x.device(),
               " is older");
-  const at::Tensor xs = x.stride(2) == 1 && x.stride(1) % 8 == 0 && x.stride(0) % 8 == 0 && aligned_to(x, 16) ? x : x.contiguous();
-  const at::Tensor ws = w.is_contiguous() && aligned_to(w, 16) ? w : w.contiguous();
+  const at::Tensor xs = x.stride(2) == 1 && x.stride(1) % 8 == 0 && x.stride(0) % 8 == 0 && aligned16(x) ? x : x.contiguous();
+  const at::Tensor ws = w.is_contiguous() && aligned16(w) ? w : w.contiguous();
   at::Tensor out = at::empty({T, G * N}, x.options());  // group g's outputs in columns [g N, (g + 1) N)
   if (T == 0) return out;
   const c10::cuda::CUDAGuard guard(x.device());
@@ -140,16 +134,16 @@ at::Tensor invariant_group_linear(const at::Tensor& x, const at::Tensor& w) {
   a.groups = G, a.gx = xs.stride(1), a.gw = N * K, a.gy = N;
   const at::Tensor workspace = workspace_for(dense_gemm_bf16_workspace_bytes(T, N, K, G), x.device());
   a.workspace = workspace.defined() ? workspace.data_ptr<float>() : nullptr;
-  check_launch(dense_gemm_bf16(a, c10::cuda::getCurrentCUDAStream(x.device().index()).stream()), "dense_gemm_bf16 (groups)");
+  check(dense_gemm_bf16(a, stream_of(x)), "dense_gemm_bf16 (groups)");
   return out;
 }
 
 std::string invariant_linear_plan(int64_t rows, const at::Tensor& w) {
   TORCH_CHECK(w.defined() && w.is_cuda() && w.dim() == 2, "cuda::invariant_linear_plan: a CUDA w [N, K] expected");
   int sms = 0, major = 0, minor = 0;
-  check_launch(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device().index()), "cudaDeviceGetAttribute");
-  check_launch(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, w.device().index()), "cudaDeviceGetAttribute");
-  check_launch(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, w.device().index()), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, w.device().index()), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, w.device().index()), "cudaDeviceGetAttribute");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, w.device().index()), "cudaDeviceGetAttribute");
   const int64_t N = w.size(0), K = w.size(1);
   return w.scalar_type() == at::kFloat ? dense_gemm_f32_plan(rows, N, K, sms)
                                        : dense_gemm_bf16_plan(rows, N, K, sms, major == 9 && minor == 0);
