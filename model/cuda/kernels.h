@@ -46,6 +46,7 @@ struct PagedAttention {
   int64_t max_entries = 0;      // the most entries any query sees (bounds the scratch), 0: unknown
   bool head_split = false;      // SparseAttentionArgs::head_split (a kernel under test)
   bool picks_are_rows = false;  // picks from index_topk with block_tables: rows of entries [blocks * 128 / ratio]
+  bool early_inputs = false;    // SparseAttentionArgs::early_inputs: q and the indices written before the launch before this call
 };
 bool sparse_attention_supported(const at::Tensor& q, const at::Tensor& window);
 void sparse_attention(const PagedAttention& in, at::Tensor& out);

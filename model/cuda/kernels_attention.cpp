@@ -77,6 +77,7 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out) {
   a.max_entries = in.max_entries;
   a.q_rows = in.q.size(0);
   a.head_split = in.head_split;
+  a.early_inputs = in.early_inputs;
   const c10::cuda::CUDAGuard guard(in.q.device());
   at::Tensor workspace;  // the split rows' partial outputs, from the caching allocator
   if (const size_t bytes = sparse_attention_workspace_bytes(a); bytes > 0) {

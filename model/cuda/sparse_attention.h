@@ -59,6 +59,11 @@ struct SparseAttentionArgs {
   // ids, the block table applied where they were made (index_topk.h), so a pick's key takes one
   // dependent read less. Last, so that a struct without it is a prefix (attention_micro's reference).
   bool picks_are_rows = false;
+  // q and the indices query_rows, start and slots were written before the launch just before this
+  // one, and that launch waits for its own predecessors before it lets this one start (a plain
+  // launch, or a programmatic dependent that waits first, as these kernels are): the Hopper split
+  // kernel then loads q before it waits for that launch. Last, as picks_are_rows.
+  bool early_inputs = false;
 };
 
 // The scratch a call needs (the split rows' partial outputs), 0 when none.

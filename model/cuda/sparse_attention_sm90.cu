@@ -113,6 +113,21 @@ __device__ __forceinline__ void find_first_rows(const __nv_bfloat16** rows_s, co
   }
 }
 
+// SparseAttentionArgs::early_inputs: q goes out before the kernel waits for the launch before it
+// (thread 0, onto q's mbarrier, set up here), reading only q, query_rows, start and slots. A block that will
+// return at once (past its row's splits, no cluster) loads nothing. (A first stage of window keys
+// copied early too was slower on every shape: docs/kernel-notes.md, twenty-eighth session.)
+template <bool kCluster>
+__device__ __forceinline__ void load_q_early(const SparseAttentionArgs& a, unsigned char* shared, const CUtensorMap* q_map) {
+  const QueryKeys k = query_keys(a, a.first_query + blockIdx.x);
+  if (!kCluster && blockIdx.y >= splits_of(k.window_keys + k.compressed_keys)) return;
+  if (threadIdx.x == 0) {
+    uint64_t* q_barrier = reinterpret_cast<uint64_t*>(shared + Shared::kFull) + kQBarrier;
+    init_barrier(q_barrier, 1);
+    load_q_tiles(shared + Shared::kQ, q_map, a.query_rows[k.query], q_barrier);
+  }
+}
+
 // Scores of the 64 heads and a stage's keys (group 0): s = q k^T over the 512 dims, k16 steps in order.
 template <int N>  // kStageKeys / 2 scores a thread
 __device__ __forceinline__ void score_tile(float (&s)[N], const unsigned char* q_s, const unsigned char* k_s) {
@@ -269,10 +284,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* sink_s = reinterpret_cast<float*>(shared + Shared::kSink);
   uint64_t* full_s = reinterpret_cast<uint64_t*>(shared + Shared::kFull);  // [buffer]
   trace(0);
-  wait_for_previous_grid();  // a programmatic dependent launch: nothing is read before the kernel before it is done
+  const int block_warp = threadIdx.x / 32;
+  if (a.early_inputs) load_q_early<kCluster>(a, shared, &q_map);
+  wait_for_previous_grid();  // a programmatic dependent launch: nothing else is read before the kernel before it is done
   const float sink = kCluster && threadIdx.x < a.heads ? a.sink[threadIdx.x] : 0.0f;  // for merge_pair, read while the memory is idle
 
-  const int block_warp = threadIdx.x / 32;
   const int64_t pick = pick_ahead(a, a.first_query + blockIdx.x, blockIdx.y, block_warp, threadIdx.x % 32);  // with query_keys' reads
   const QueryKeys k = query_keys(a, a.first_query + blockIdx.x);
   const int64_t num_keys = k.window_keys + k.compressed_keys, splits = splits_of(num_keys), per_split = split_keys_of(num_keys);
@@ -293,9 +309,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   // it looked up (no block barrier stands before the copies); group 1 copies the later stages.
   if (threadIdx.x == 0) {
     for (int b = 0; b < kStages; ++b) init_barrier(&full_s[b], 128);  // a stage's copying warps (4) arrive after their copies
-    init_barrier(&full_s[kQBarrier], 1);
-    load_q_tiles(q_s, &q_map, row, &full_s[kQBarrier]);  // every block, active or not: the wait for it below takes no condition
-    if (kCluster) {                                      // the other split's partials of this block's heads, by st.async (merge_pair)
+    if (!a.early_inputs) {                                            // else it went out before the wait
+      init_barrier(&full_s[kQBarrier], 1);
+      load_q_tiles(q_s, &q_map, row, &full_s[kQBarrier]);  // every block, active or not: the wait for it below takes no condition
+    }
+    if (kCluster) {  // the other split's partials of this block's heads, by st.async (merge_pair)
       init_barrier(&full_s[kReceivedBarrier], 1);
       if (pair) arrive_expect_bytes(&full_s[kReceivedBarrier], pair_bytes(static_cast<int>(split), a.heads));
       init_barrier(&full_s[kQFreeBarrier], 4);  // the other split's q is free: its group 0's warps done with their last scores

@@ -18,11 +18,12 @@
 # (tests/model/dsmem_probe.cu: remote stores, st.async and bulk copies between a cluster's blocks);
 # `rows` CSA with the picks as entry ids and as entry rows (`--pick-rows 1`), alternately, and traced;
 # `stages` the split kernel with stages of 32 keys in four buffers (DEEPINFER_SM90_STAGE_KEYS=32)
-# beside the default 64 in two, alternately, and both traced.
+# beside the default 64 in two, alternately, and both traced; `early` the split kernel loading q before
+# its wait (`--early 1`, SparseAttentionArgs::early_inputs) beside the default launch, alternately, and traced.
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
-#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge|dsmem|rows|stages]
+#   tests/gpu/kernel_micro.sh [--build-only|--no-build] [profile|trace|gather|heads|merge|dsmem|rows|stages|early]
 set -uo pipefail
 if [ "${1:-}" = "--prepare" ]; then
   rm -rf .deps/ref && mkdir -p .deps/ref
@@ -99,6 +100,9 @@ if [ $build = 1 ]; then
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
     build_micro trace_stages32 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_STAGE_KEYS=32 || exit 1
   fi
+  if [ "$mode" = early ]; then  # traced
+    build_micro trace -DDEEPINFER_SM90_TRACE=1 || { cat "$out/micro_build.log"; exit 1; }
+  fi
   if [ "$mode" = dsmem ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/dsmem_probe.cu -o build-micro/dsmem_probe >> "$out/micro_build.log" 2>&1 ||
       { cat "$out/micro_build.log"; exit 1; }
@@ -161,6 +165,18 @@ if [ "$mode" = stages ]; then  # stages of 64 and 32 keys, alternately (picks as
   for v in trace trace_stages32; do
     echo "== $v"
     build-micro/$v attention --batch 64 --context 32768 --layer csa --pick-rows 1 | grep -E "median|trace:|point ( 0| 1| 3| 4| 5| 6| 7| 8|12|16|20|24|28|32|36|40|43|60|61|62|63):"
+  done
+fi
+if [ "$mode" = early ]; then  # the default launch and early inputs, alternately (picks as rows), then traced
+  for shape in "64 csa 32768" "64 hca 32768" "256 csa 32768" "1 csa 32768" "64 hca 131072" "64 swa 32768"; do
+    for e in 0 1 0 1; do
+      set -- $shape
+      echo "--early $e $1 $2 $3: $($M attention --batch $1 --context $3 --layer $2 --pick-rows 1 --early $e | tr '\n' ' ')"
+    done
+  done
+  for e in 0 1; do
+    echo "== trace --early $e"
+    build-micro/trace attention --batch 64 --context 32768 --layer csa --pick-rows 1 --early $e | grep -E "median|trace:|point ( 0| 1| 2| 3| 4| 5| 6| 7| 8|12|16|60|61|62|63):"
   done
 fi
 if [ "$mode" = dsmem ]; then

@@ -10,7 +10,7 @@
 // -Ddeepinfer=deepinfer_ref (tests/gpu/kernel_micro.sh takes it from a git revision), each kernel's output is
 // also compared with that copy's: max |new - old| / max |old| and the count of unequal values.
 //   attention_micro attention|indexer [--batch 64] [--context 32768] [--layer csa|hca|swa] [--iters 50]
-//                   [--hot 1] [--head-split 1] [--pick-rows 1]
+//                   [--hot 1] [--head-split 1] [--pick-rows 1] [--early 1]
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
@@ -181,6 +181,9 @@ int run_attention(int argc, char** argv) {
   const bool hot = option(argc, argv, "hot", "0") == "1";  // every key from 64 blocks (the L2): the kernel without HBM latency
   const bool head_split = option(argc, argv, "head-split", "0") == "1";  // SparseAttentionArgs::head_split
   const bool pick_rows = option(argc, argv, "pick-rows", "0") == "1";    // SparseAttentionArgs::picks_are_rows
+  // SparseAttentionArgs::early_inputs: true of these launches, every q and index written before the
+  // timed loop, and the launch before each one of these kernels, which waits before it lets the next start.
+  const bool early = option(argc, argv, "early", "0") == "1";
   const int H = 64, D = 512, W = 128;
   const int ratio = layer == "csa" ? 4 : layer == "hca" ? 128 : 0;
   const int64_t topk = layer == "csa" ? 512 : 0;
@@ -251,6 +254,7 @@ int run_attention(int argc, char** argv) {
     a.ratio = ratio;
     a.scale = 1.0f / std::sqrt(static_cast<float>(D));
     a.head_split = head_split;
+    a.early_inputs = early;
     workspace = std::max(workspace, deepinfer::model::cuda::sparse_attention_workspace_bytes(a));
   }
   float* ws = nullptr;
@@ -268,7 +272,8 @@ int run_attention(int argc, char** argv) {
       "TFLOP/s\n",
       layer.c_str(), hot ? " (hot keys)" : "",
       head_split  ? " (head split)"
-      : pick_rows ? " (pick rows)"
+      : pick_rows ? (early ? " (pick rows, early inputs)" : " (pick rows)")
+      : early     ? " (early inputs)"
                   : "",
       long(B), long(context), long(keys), H, D, m * 1e3, bytes / m / 1e6, bytes / m / 1e6 / 43.0, flops / m / 1e9);
 #ifdef DEEPINFER_SM90_TRACE
@@ -420,6 +425,6 @@ int main(int argc, char** argv) {
   if (what == "indexer") return run_indexer(argc, argv);
   std::fprintf(stderr,
                "usage: attention_micro attention|indexer [--batch B] [--context C] [--layer csa|hca|swa] [--iters N] [--hot 1] "
-               "[--head-split 1] [--pick-rows 1]\n");
+               "[--head-split 1] [--pick-rows 1] [--early 1]\n");
   return 2;
 }

@@ -10,7 +10,8 @@
 //    random other sequences, at any place in the batch, and a row of two splits the same bits
 //    whether its launch merges in clusters or through the merge kernel;
 //  - CSA picks given as rows of the paged entries (the forward's index_topk with the block table)
-//    give the same bits as the entry ids they stand for;
+//    give the same bits as the entry ids they stand for, and inputs loaded before the kernel's
+//    wait for the launch before it (early_inputs) the same bits as after it;
 //  - both again for the head-split kernel (SparseAttentionArgs::head_split) on the CSA and
 //    window-only shapes it takes, where the GPU is Hopper;
 //  - the CUDA forward of the tiny model (bfloat16) with the kernels (attention, indexer, top-k,
@@ -233,6 +234,37 @@ TEST(SparseAttentionCuda, PicksAsRowsReadTheSameKeys) {
     }
   }
   std::printf("[sparse_attention] %d launches with picks as rows compared with picks as entry ids\n", compared);
+  EXPECT_GT(compared, 0);
+}
+
+// q loaded before the kernel waits for the launch before it (PagedAttention::early_inputs, the
+// Hopper split kernel) gives the same bits as the launch that loads it after its wait, on every
+// group of kGroups and all three layer types. The launch before each is the NaN fill of out; the
+// inputs were written before it.
+TEST(SparseAttentionCuda, EarlyInputsGiveTheSameBits) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: the kernel runs only on CUDA";
+  const at::Device cuda(at::kCUDA, 0);
+  uint64_t seed = 900;
+  int compared = 0;
+  for (const AttentionShape& s : {kV4Csa, kV4Hca, AttentionShape{"V4 SWA", 64, 512, 128, 0, 0}, kTinyCsa,
+                                  AttentionShape{"48 heads, D 512, CSA k 700", 48, 512, 128, 4, 700}}) {
+    for (const Group& g : kGroups) {
+      PagedBatch batch = make_batch(s, g.starts, g.len, seeds_from(seed, g.starts.size()), seed, cuda);
+      ++seed;
+      const at::Tensor written = at::tensor(batch.rows, at::kLong).to(cuda);
+      at::Tensor outputs[2];
+      for (const bool early : {false, true}) {
+        batch.in.early_inputs = early;
+        batch.out.fill_(NAN);
+        cuda::sparse_attention(batch.in, batch.out);
+        outputs[early ? 1 : 0] = batch.out.index_select(0, written);
+      }
+      EXPECT_TRUE(outputs[0].isfinite().all().item<bool>()) << s.name << ": a row not written";
+      EXPECT_TRUE(at::equal(outputs[0], outputs[1])) << s.name << ", " << g.starts.size() << " sequences x " << g.len << " queries";
+      ++compared;
+    }
+  }
+  std::printf("[sparse_attention] %d launches with early inputs compared with the plain launch\n", compared);
   EXPECT_GT(compared, 0);
 }
 
