@@ -102,7 +102,9 @@ void attend_paged(const Arithmetic& arith, const AttentionLayer& info, const Seq
                           .len = L,
                           .ratio = info.ratio,
                           .max_entries = E,
-                          .head_split = options.head_split};
+                          .head_split = options.head_split,
+                          .picks_are_rows = false,
+                          .early_inputs = options.early_inputs && proj.q.is_contiguous()};
   if (info.csa && E > info.topk) {
     const bool in_place = cuda::index_scores_supported(queries.index_q, cache.index_keys);
     GroupKeys keys;

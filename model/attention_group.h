@@ -37,6 +37,11 @@ struct AttentionOptions {
   // In-place attention: the Hopper head-split kernel where it applies (cuda::PagedAttention::
   // head_split: CSA and window-only layers). A kernel under test: off unless a caller sets it.
   bool head_split = false;
+  // In-place attention: q loaded before the Hopper split kernel waits for the launch before it
+  // (cuda::PagedAttention::early_inputs), where the step's q needs no copy (it is then written by
+  // the projections' norm + RoPE, launches before the compressor, the indexer and the group's key
+  // copies). Off until measured in the forward (forward_bench --early-inputs 1).
+  bool early_inputs = false;
   // Observer (".q_residual", ".q_proj", ".kv_normed", compressor ".entries", ".o", ".z" under
   // "layers.L.attn.") and part clock (forward_hooks.h); DeepseekV4Model sets them from its Options.
   const ForwardHooks* hooks = nullptr;

@@ -4,7 +4,7 @@
 //   forward_bench --config configs/models/tiny.json [--device cuda|cpu] [--batch 64]
 //                 [--context 512] [--iters 20] [--warmup 3] [--prefill-chunk 8192]
 //                 [--breakdown 1] [--hbm-tbps 4.3] [--tflops 790] [--attention gathered|paged]
-//                 [--head-split 1]
+//                 [--head-split 1] [--early-inputs 1]
 //
 // Random weights (random_weights.h, in the storage format the config announces as random: does,
 // bfloat16 on CUDA, float32 on the CPU); sequence 0 is prefilled with --context random tokens in
@@ -17,7 +17,8 @@
 // counted through at::RecordFunction), and with --breakdown 1 the device time of each part of a
 // step (engine/part_timer.h). A cache that does not fit is reported and the run skipped.
 // --head-split 1 runs the Hopper head-split attention kernel under test where it applies
-// (AttentionOptions::head_split).
+// (AttentionOptions::head_split); --early-inputs 1 has the attention load q before its wait for
+// the launch before it (AttentionOptions::early_inputs).
 
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
@@ -65,8 +66,9 @@ struct Args {
   int warmup = 3;
   int64_t prefill_chunk = 8192;
   bool breakdown = false;
-  bool gathered = false;    // --attention gathered: attention and compressor on the ATen path, not the kernels
-  bool head_split = false;  // --head-split 1: AttentionOptions::head_split
+  bool gathered = false;      // --attention gathered: attention and compressor on the ATen path, not the kernels
+  bool head_split = false;    // --head-split 1: AttentionOptions::head_split
+  bool early_inputs = false;  // --early-inputs 1: AttentionOptions::early_inputs
   double bytes_per_s = 4.3e12;
   double flops_per_s = 790e12;
 };
@@ -102,6 +104,8 @@ Args parse(int argc, char** argv) {
       a.gathered = value == "gathered";
     else if (key == "--head-split")
       a.head_split = value != "0";
+    else if (key == "--early-inputs")
+      a.early_inputs = value != "0";
     else if (key == "--breakdown")
       a.breakdown = value != "0";
     else if (key == "--hbm-tbps")
@@ -323,15 +327,17 @@ int run(const Args& a) {
   static const GatheredAttention gathered;
   if (a.gathered) options.arithmetic = &gathered;
   options.attention.head_split = a.head_split;
+  options.attention.early_inputs = a.early_inputs;
   const bool in_place =
       !a.gathered && model::Arithmetic::official().attends_in_place(
                          at::empty({1, s.config.num_heads, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)),
                          at::empty({1, s.config.sliding_window, s.config.head_dim}, at::TensorOptions(s.device).dtype(dtype)));
-  std::printf("attention: %s%s\n",
+  std::printf("attention: %s%s%s\n",
               in_place
                   ? "in place (model/cuda/sparse_attention.cu, index_scores.cu, index_topk.cu); compressor, mHC and norm + RoPE kernels"
                   : "over gathered keys; compressor, mHC sites, norms and RoPE in ATen ops",
-              in_place && a.head_split ? "; the head-split kernel where it applies (CSA, SWA on Hopper)" : "");
+              in_place && a.head_split ? "; the head-split kernel where it applies (CSA, SWA on Hopper)" : "",
+              in_place && a.early_inputs ? "; q loaded before the attention's wait (early inputs)" : "");
   s.model = std::make_unique<model::DeepseekV4Model>(*s.weights, *s.comm, options);
   s.prefill();
   for (int64_t batch : a.batches) {
