@@ -54,6 +54,9 @@ void sparse_attention(const PagedAttention& in, at::Tensor& out);
 // takes (sm90_heads_attention_supported: Hopper, D 512, 33..64 heads, CSA or the window alone,
 // at most 640 keys a row).
 bool sparse_attention_runs_head_split(const PagedAttention& in);
+// Whether sparse_attention(in, ...) runs the Hopper split kernel (sm90_attention_supported: Hopper,
+// D 512, 33..64 heads; not the head-split kernel), the one that honours in.early_inputs.
+bool sparse_attention_runs_split_sm90(const PagedAttention& in);
 
 // CSA's indexer scores read in place from the paged index keys (index_scores.h): q [B, L, H, D]
 // bfloat16 (H <= 64, D in {32, 64, 128}) and weights [B, L, H] float32 of queries first ..

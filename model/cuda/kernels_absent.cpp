@@ -18,6 +18,7 @@ void dequant_fp4_tables(const at::Tensor&, const at::Tensor&, const at::Tensor&,
 bool sparse_attention_supported(const at::Tensor&, const at::Tensor&) { return false; }
 void sparse_attention(const PagedAttention&, at::Tensor&) { absent("cuda::sparse_attention"); }
 bool sparse_attention_runs_head_split(const PagedAttention&) { return false; }
+bool sparse_attention_runs_split_sm90(const PagedAttention&) { return false; }
 bool index_scores_supported(const at::Tensor&, const at::Tensor&) { return false; }
 at::Tensor index_scores(const PagedIndexScores&) { absent("cuda::index_scores"); }
 at::Tensor index_topk(const at::Tensor&, int64_t, const at::Tensor&, int64_t) { absent("cuda::index_topk"); }

@@ -13,6 +13,7 @@
 #include "model/cuda/kernels.h"
 #include "model/cuda/sparse_attention.h"
 #include "model/cuda/sparse_attention_heads.h"
+#include "model/cuda/sparse_attention_sm90.h"
 
 namespace deepinfer::model::cuda {
 
@@ -96,6 +97,14 @@ bool sparse_attention_runs_head_split(const PagedAttention& in) {
   a.picks = in.picks.defined() ? in.picks.data_ptr<int64_t>() : nullptr;
   a.num_picks = in.picks.defined() ? in.picks.size(1) : 0;
   return in.head_split && sm90_heads_attention_supported(a);
+}
+
+bool sparse_attention_runs_split_sm90(const PagedAttention& in) {
+  SparseAttentionArgs a;  // what sm90_attention_supported reads
+  a.heads = static_cast<int>(in.q.size(1));
+  a.head_dim = static_cast<int>(in.q.size(2));
+  const c10::cuda::CUDAGuard guard(in.q.device());  // it asks the current device
+  return !sparse_attention_runs_head_split(in) && sm90_attention_supported(a);
 }
 
 bool index_scores_supported(const at::Tensor& q, const at::Tensor& keys) {

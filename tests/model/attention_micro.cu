@@ -288,6 +288,7 @@ int run_attention(int argc, char** argv) {
     r.head_split = false;  // the reference revision's default kernels (a revision without the field reads none)
     r.picks = entry_picks[0];
     r.picks_are_rows = false;  // entry ids (a revision with the field would read them as rows)
+    r.early_inputs = false;    // the reference's plain launch (a revision with the field would load q early)
     const size_t n = size_t(B) * H * D;
     std::vector<__nv_bfloat16*> ref_outs(sets);  // one a set, as this version's: a single buffer would stay in the L2 and flatter it
     for (auto& o : ref_outs) check(cudaMalloc(&o, n * 2), "cudaMalloc");
@@ -309,6 +310,7 @@ int run_attention(int argc, char** argv) {
       x.head_split = false;
       x.picks = entry_picks[set];
       x.picks_are_rows = false;
+      x.early_inputs = false;
     }
     const double ref_ms =
         time_median(iters, [&](int64_t i, cudaStream_t st) { check(reference::sparse_attention(ref_args[i % sets], st), "reference"); });
