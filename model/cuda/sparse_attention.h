@@ -62,7 +62,8 @@ struct SparseAttentionArgs {
   // q and the indices query_rows, start and slots were written before the launch just before this
   // one, and that launch waits for its own predecessors before it lets this one start (a plain
   // launch, or a programmatic dependent that waits first, as these kernels are): the Hopper split
-  // kernel then loads q before it waits for that launch. Last, as picks_are_rows.
+  // kernel then loads q, and prefetches each split's first window rows into the L2, before it
+  // waits for that launch. Last, as picks_are_rows.
   bool early_inputs = false;
 };
 

@@ -77,14 +77,14 @@ __device__ __forceinline__ void load_q_tiles(unsigned char* q_s, const CUtensorM
 }
 
 // SparseAttentionArgs::early_inputs: q goes out before the kernel waits for the launch before it
-// (thread 0, onto q's mbarrier, set up here), reading only q, query_rows, start and slots. A block that will
-// return at once (past its row's splits, no cluster) loads nothing. (A first stage of window keys
-// copied early too was slower on every shape: docs/kernel-notes.md, twenty-eighth session.)
-#ifndef DEEPINFER_SM90_EARLY_PREFETCH
-#define DEEPINFER_SM90_EARLY_PREFETCH 0
-#endif
+// (thread 0, onto q's mbarrier, set up here), reading only q, query_rows, start and slots, and the
+// split's first stage of window rows is prefetched into the L2 (one row a thread; an L2 prefetch
+// reads the point of coherence, so rows the launch before may still write are no hazard: their
+// copies come after the wait). A block that will return at once (past its row's splits, no
+// cluster) loads nothing. (A first stage of window keys copied into shared memory early was slower
+// on every shape: docs/kernel-notes.md, twenty-eighth session.)
 template <bool kCluster>
-__device__ __forceinline__ void load_q_early(const SparseAttentionArgs& a, unsigned char* shared, const CUtensorMap* q_map) {
+__device__ __forceinline__ void load_early_inputs(const SparseAttentionArgs& a, unsigned char* shared, const CUtensorMap* q_map) {
   const QueryKeys k = query_keys(a, a.first_query + blockIdx.x);
   if (!kCluster && blockIdx.y >= splits_of(k.window_keys + k.compressed_keys)) return;
   if (threadIdx.x == 0) {
@@ -92,13 +92,10 @@ __device__ __forceinline__ void load_q_early(const SparseAttentionArgs& a, unsig
     init_barrier(q_barrier, 1);
     load_q_tiles(shared + Shared::kQ, q_map, a.query_rows[k.query], q_barrier);
   }
-#if DEEPINFER_SM90_EARLY_PREFETCH  // a measuring variant (kernel_micro.sh early): the first stage's window rows into the L2 too
-  // (an L2 prefetch reads the point of coherence, so rows the launch before may still write are no hazard).
   const int64_t num_keys = k.window_keys + k.compressed_keys, per_split = split_keys_of(num_keys), j = threadIdx.x;
   if (blockIdx.y < splits_of(num_keys) && j < kStageKeys && j < per_split && blockIdx.y * per_split + j < k.window_keys)
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(key_row<kD>(a, k, blockIdx.y * per_split + j)), "r"(kD * 2)
                  : "memory");
-#endif
 }
 
 // Scores of the 64 heads and a stage's keys (group 0): s = q k^T over the 512 dims, k16 steps in order.
@@ -258,7 +255,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint64_t* full_s = reinterpret_cast<uint64_t*>(shared + Shared::kFull);  // [buffer]
   trace(0);
   const int block_warp = threadIdx.x / 32;
-  if (a.early_inputs) load_q_early<kCluster>(a, shared, &q_map);
+  if (a.early_inputs) load_early_inputs<kCluster>(a, shared, &q_map);
   wait_for_previous_grid();  // a programmatic dependent launch: nothing else is read before the kernel before it is done
   const float sink = kCluster && threadIdx.x < a.heads ? a.sink[threadIdx.x] : 0.0f;  // for merge_pair, read while the memory is idle
 

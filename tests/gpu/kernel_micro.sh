@@ -19,9 +19,8 @@
 # `rows` CSA with the picks as entry ids and as entry rows (`--pick-rows 1`), alternately, and traced;
 # `stages` the split kernel with stages of 32 keys in four buffers (DEEPINFER_SM90_STAGE_KEYS=32)
 # beside the default 64 in two, alternately, and both traced; `early` the split kernel loading q before
-# its wait (`--early 1`, SparseAttentionArgs::early_inputs) beside the default launch and a build that
-# also prefetches the first stage's window rows into the L2 then (DEEPINFER_SM90_EARLY_PREFETCH=1),
-# alternately, and traced.
+# its wait and prefetching its first stage's window rows into the L2 (`--early 1`,
+# SparseAttentionArgs::early_inputs) beside the default launch, alternately, and traced.
 # `--build-only` builds here (nvcc needs no GPU) and stops;
 # `--no-build` runs what build-micro/ holds (carry it), so the call spends no device time compiling.
 #   tests/gpu/kernel_micro.sh --prepare HEAD                (here, before the call; .deps travels as carry)
@@ -102,8 +101,7 @@ if [ $build = 1 ]; then
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
     build_micro trace_stages32 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_STAGE_KEYS=32 || exit 1
   fi
-  if [ "$mode" = early ]; then  # with the first stage's window rows prefetched into the L2 too, and traced
-    build_micro early_prefetch -DDEEPINFER_SM90_EARLY_PREFETCH=1 || { cat "$out/micro_build.log"; exit 1; }
+  if [ "$mode" = early ]; then  # traced too
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
   fi
   if [ "$mode" = dsmem ]; then
@@ -172,7 +170,7 @@ if [ "$mode" = stages ]; then  # stages of 64 and 32 keys, alternately (picks as
 fi
 if [ "$mode" = early ]; then  # the default launch and early inputs, alternately (picks as rows), then traced
   for shape in "64 csa 32768" "64 hca 32768" "256 csa 32768" "1 csa 32768" "64 hca 131072" "64 swa 32768"; do
-    for v in "attention_micro 0" "attention_micro 1" "early_prefetch 1" "attention_micro 0" "attention_micro 1" "early_prefetch 1"; do
+    for v in "attention_micro 0" "attention_micro 1" "attention_micro 0" "attention_micro 1" "attention_micro 0" "attention_micro 1"; do
       set -- $shape $v
       echo "$4 --early $5 $1 $2 $3: $(build-micro/$4 attention --batch $1 --context $3 --layer $2 --pick-rows 1 --early $5 | tr '\n' ' ')"
     done
