@@ -101,8 +101,8 @@ if [ $build = 1 ]; then
     build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
     build_micro trace_stages32 -DDEEPINFER_SM90_TRACE=1 -DDEEPINFER_SM90_STAGE_KEYS=32 || exit 1
   fi
-  if [ "$mode" = early ]; then  # traced too
-    build_micro trace -DDEEPINFER_SM90_TRACE=1 || exit 1
+  if [ "$mode" = early ]; then  # traced
+    build_micro trace -DDEEPINFER_SM90_TRACE=1 || { cat "$out/micro_build.log"; exit 1; }
   fi
   if [ "$mode" = dsmem ]; then
     $nvcc -std=c++17 -O3 "${sm90a[@]}" -I. tests/model/dsmem_probe.cu -o build-micro/dsmem_probe >> "$out/micro_build.log" 2>&1 ||
@@ -170,9 +170,9 @@ if [ "$mode" = stages ]; then  # stages of 64 and 32 keys, alternately (picks as
 fi
 if [ "$mode" = early ]; then  # the default launch and early inputs, alternately (picks as rows), then traced
   for shape in "64 csa 32768" "64 hca 32768" "256 csa 32768" "1 csa 32768" "64 hca 131072" "64 swa 32768"; do
-    for v in "attention_micro 0" "attention_micro 1" "attention_micro 0" "attention_micro 1" "attention_micro 0" "attention_micro 1"; do
-      set -- $shape $v
-      echo "$4 --early $5 $1 $2 $3: $(build-micro/$4 attention --batch $1 --context $3 --layer $2 --pick-rows 1 --early $5 | tr '\n' ' ')"
+    for e in 0 1 0 1; do
+      set -- $shape
+      echo "--early $e $1 $2 $3: $($M attention --batch $1 --context $3 --layer $2 --pick-rows 1 --early $e | tr '\n' ' ')"
     done
   done
   for e in 0 1; do
