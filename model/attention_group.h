@@ -40,7 +40,8 @@ struct AttentionOptions {
   // In-place attention: q loaded before the Hopper split kernel waits for the launch before it
   // (cuda::PagedAttention::early_inputs), where the step's q needs no copy (it is then written by
   // the projections' norm + RoPE, launches before the compressor, the indexer and the group's key
-  // copies). Off until measured in the forward (forward_bench --early-inputs 1).
+  // copies). Off: no gain measured in the forward, whose launch before the attention is a plain one
+  // (forward_bench --early-inputs 0|1; docs/kernel-notes.md, thirtieth session).
   bool early_inputs = false;
   // Observer (".q_residual", ".q_proj", ".kv_normed", compressor ".entries", ".o", ".z" under
   // "layers.L.attn.") and part clock (forward_hooks.h); DeepseekV4Model sets them from its Options.

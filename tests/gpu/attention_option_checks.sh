@@ -7,7 +7,8 @@
 # side by side, every output compared with the reference revision's); then the SparseAttentionCuda
 # tests (against the float64 definition, bitwise batch invariance, the option's same-bits tests)
 # and forward_bench on v4-flash-slice with the option off and on.
-# HEADS_FLAGS picks the variant the LibTorch build compiles (e.g. "-DDEEPINFER_HEADS_OVERLAP=1").
+# HEADS_FLAGS picks the variant the LibTorch build compiles (e.g. "-DDEEPINFER_HEADS_OVERLAP=1");
+# FORWARD_BATCHES the forward_bench batches (default 1,64,256; fewer for a shorter call).
 # Here first: tests/gpu/kernel_micro.sh --prepare REV && tests/gpu/kernel_micro.sh --build-only MODE
 # There, carrying .deps and build-micro:
 #   source .deps/env.sh && tests/gpu/attention_option_checks.sh heads|early
@@ -39,7 +40,7 @@ if [ "$(left)" -gt 60 ]; then
 fi
 for on in 0 1; do
   [ "$(left)" -gt 90 ] || { echo "== forward_bench $option $on: skipped, $(left)s left"; continue; }
-  timeout "$(left)" "$B/bin/forward_bench" --config configs/models/v4-flash-slice.json --device cuda --batch 1,64,256 --context 32768 \
+  timeout "$(left)" "$B/bin/forward_bench" --config configs/models/v4-flash-slice.json --device cuda --batch "${FORWARD_BATCHES:-1,64,256}" --context 32768 \
     --iters 10 --warmup 2 --breakdown 1 $option $on >"$out/forward_$on.log" 2>&1
   echo "== forward_bench $option $on (context 32768): exit $? at ${SECONDS}s"
   grep -E "^attention:|^decode step|^batch|attention core|skipped|rror" "$out/forward_$on.log" | head -24
