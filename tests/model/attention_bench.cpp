@@ -14,6 +14,7 @@
 
 #include "engine/cuda/kernels.h"
 #include "model/attention_group.h"
+#include "tests/engine/bench_device.h"
 #include "tests/model/bench_util.h"
 #include "tests/model/paged_attention_fixture.h"
 
@@ -70,12 +71,13 @@ int run_indexer(const AttentionShape& shape, int64_t batch, int64_t context, int
   const double median = score_ms[score_ms.size() / 2], gbps = bytes / median / 1e6;
   const double flops = 2.0 * batch * entries * shape.heads * shape.dim;
   std::printf(
-      "attention_bench: H200 indexer, batch %ld decode queries at context %ld (%ld entries), H %ld, D %ld, bfloat16, %zu input sets "
+      "attention_bench: %s, indexer, batch %ld decode queries at context %ld (%ld entries), H %ld, D %ld, bfloat16, %zu input sets "
       "rotated, %ld iterations after a warm-up: scores median %.4f ms -> %.0f GB/s = %.1f%% of %.2f TB/s, %.2f TFLOP/s = %.1f%% of %.0f; "
       "top-k (k 512): cuda::index_topk %.4f ms, at::topk %.4f ms; repeatable bit for bit: %s\n",
-      long(batch), long(context), long(entries), long(shape.heads), long(shape.dim), sets.size(), long(iters), median, gbps,
-      100.0 * gbps / (tbps * 1e3), tbps, flops / median / 1e9, 100.0 * flops / median / 1e9 / tflops, tflops, topk_ms[topk_ms.size() / 2],
-      aten_topk_ms[aten_topk_ms.size() / 2], repeatable ? "yes" : "NO");
+      ::deepinfer::bench::describe_device(cuda).c_str(), long(batch), long(context), long(entries), long(shape.heads), long(shape.dim),
+      sets.size(), long(iters), median, gbps, 100.0 * gbps / (tbps * 1e3), tbps, flops / median / 1e9,
+      100.0 * flops / median / 1e9 / tflops, tflops, topk_ms[topk_ms.size() / 2], aten_topk_ms[aten_topk_ms.size() / 2],
+      repeatable ? "yes" : "NO");
   return repeatable ? 0 : 1;
 }
 
@@ -132,13 +134,13 @@ int run(int argc, char** argv) {
   const double median = ms[ms.size() / 2];
   const double gbps = bytes / median / 1e6, achieved_tflops = flops / median / 1e9;
   std::printf(
-      "attention_bench: H200 %s layer, batch %ld decode queries at context %ld, H %ld, D %ld, %.0f keys per query, "
+      "attention_bench: %s, %s layer, batch %ld decode queries at context %ld, H %ld, D %ld, %.0f keys per query, "
       "bfloat16, %zu input "
       "sets (%.0f MB each) rotated, %ld iterations after a warm-up: median %.4f ms (min %.4f); %.1f MB read+written -> %.0f GB/s = %.1f%% "
       "of %.2f TB/s; %.2f TFLOP/s = %.1f%% of %.0f; repeatable bit for bit: %s\n",
-      layer.c_str(), long(batch), long(context), long(shape.heads), long(shape.dim), keys / batch, sets.size(), set_bytes / 1e6,
-      long(iters), median, ms.front(), bytes / 1e6, gbps, 100.0 * gbps / (tbps * 1e3), tbps, achieved_tflops,
-      100.0 * achieved_tflops / tflops, tflops, repeatable ? "yes" : "NO");
+      ::deepinfer::bench::describe_device(cuda).c_str(), layer.c_str(), long(batch), long(context), long(shape.heads), long(shape.dim),
+      keys / batch, sets.size(), set_bytes / 1e6, long(iters), median, ms.front(), bytes / 1e6, gbps, 100.0 * gbps / (tbps * 1e3), tbps,
+      achieved_tflops, 100.0 * achieved_tflops / tflops, tflops, repeatable ? "yes" : "NO");
   return repeatable ? 0 : 1;
 }
 

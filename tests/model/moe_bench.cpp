@@ -25,6 +25,7 @@
 #include "engine/cuda/kernels.h"
 #include "model/moe_grouped.h"
 #include "model/torch_compat.h"
+#include "tests/engine/bench_device.h"
 #include "tests/model/bench_util.h"
 #include "tests/model/fp4_experts_fixture.h"
 
@@ -99,10 +100,10 @@ int run(int argc, char** argv) {
     const at::Tensor first = fp4(sets[0]);
     const bool repeatable = at::equal(first, fp4(sets[0]));
     std::printf(
-        "moe_bench: H200 routed experts, D %ld, I %ld, %ld experts, k %ld, %ld tokens (%ld pairs): %.1f experts hit on average over %zu "
+        "moe_bench: %s, routed experts, D %ld, I %ld, %ld experts, k %ld, %ld tokens (%ld pairs): %.1f experts hit on average over %zu "
         "input sets, %.3f GB of FP4 weights and scales touched per call; %ld iterations after a warm-up\n",
-        long(D), long(I), long(experts), long(k), long(tokens), long(tokens * k), bytes / expert_bytes, sets.size(), bytes / 1e9,
-        long(iters));
+        ::deepinfer::bench::describe_device(cuda).c_str(), long(D), long(I), long(experts), long(k), long(tokens), long(tokens * k),
+        bytes / expert_bytes, sets.size(), bytes / 1e9, long(iters));
     report("fp4 kernels", time_path(fp4, sets, iters, cuda), bytes, flops, tbps, tflops);
     if (compat::kHasGroupedMm) {
       report("dequant + at::_grouped_mm", time_path(dequantized, sets, iters, cuda), bytes, flops, tbps, tflops);
