@@ -28,6 +28,7 @@ namespace sm90 {
 #if DEEPINFER_SM90_TRACE
 constexpr int kTracePoints = 64, kTraceBlocks = 1024, kTraceGroups = 3;
 static __device__ unsigned long long trace_stamps[kTraceBlocks][kTraceGroups][kTracePoints][2];  // [block][group][point] {clock, ns}
+static __device__ unsigned trace_grid[2];  // the last launch's gridDim.x, gridDim.y (for the per-split lines)
 #endif
 __device__ __forceinline__ void trace(int point) {
 #if DEEPINFER_SM90_TRACE
@@ -37,6 +38,7 @@ __device__ __forceinline__ void trace(int point) {
     return;
   unsigned long long ns;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns)::"memory");
+  if (point == 0 && block == 0 && threadIdx.x == 0) trace_grid[0] = gridDim.x, trace_grid[1] = gridDim.y;
   trace_stamps[block][threadIdx.x / 128][point][0] = clock64();
   trace_stamps[block][threadIdx.x / 128][point][1] = ns;
 #endif
@@ -78,6 +80,35 @@ __device__ __forceinline__ void trace(int point) {
     for (int g = 0; g < G; ++g)
       if (!us[g].empty()) std::printf("  group %d median %6.2f max %6.2f us (%zu)", g, us[g][us[g].size() / 2], us[g].back(), us[g].size());
     std::printf("\n");
+  }
+  // A grid of (rows, 2 splits), the split kernel's pairs: each split's points after the launch's
+  // first entry (the block's entry by the global timer, then its SM clock), and how far split 1
+  // trails split 0 of the same row.
+  unsigned grid[2] = {0, 0};
+  if (cudaMemcpyFromSymbol(grid, trace_grid, sizeof(grid)) != cudaSuccess || grid[1] != 2 || 2 * grid[0] > unsigned(kTraceBlocks)) return;
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  for (int p : {0, 1, 3, 4, 60, 61, 62, 63}) {
+    std::vector<double> split_at[2], trail;
+    for (unsigned r = 0; r < grid[0]; ++r) {
+      // The block's entry by the global timer, then its own clock from there.
+      const auto when = [&](unsigned b) {
+        return at(b, 0, 0, 1) == 0 || at(b, 0, p, 0) == 0
+                   ? -1.0
+                   : (double(at(b, 0, 0, 1) - first) + double(at(b, 0, p, 0) - at(b, 0, 0, 0)) / ghz) * 1e-3;
+      };
+      const double s0 = when(r), s1 = when(grid[0] + r);
+      if (s0 >= 0) split_at[0].push_back(s0);
+      if (s1 >= 0) split_at[1].push_back(s1);
+      if (s0 >= 0 && s1 >= 0) trail.push_back(s1 - s0);
+    }
+    const size_t later = std::count_if(trail.begin(), trail.end(), [](double d) { return d > 0; });
+    std::printf(
+        "  trace split point %2d: split 0 median %6.2f us, split 1 median %6.2f; split 1 - split 0 of a row: median %+.2f "
+        "us, later in %zu of %zu\n",
+        p, median(split_at[0]), median(split_at[1]), median(trail), later, trail.size());
   }
 }
 #endif

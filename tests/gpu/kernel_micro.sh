@@ -177,7 +177,7 @@ if [ "$mode" = early ]; then  # the default launch and early inputs, alternately
   done
   for e in 0 1; do
     echo "== trace --early $e"
-    build-micro/trace attention --batch 64 --context 32768 --layer csa --pick-rows 1 --early $e | grep -E "median|trace:|point ( 0| 1| 2| 3| 4| 5| 6| 7| 8|12|16|60|61|62|63):"
+    build-micro/trace attention --batch 64 --context 32768 --layer csa --pick-rows 1 --early $e | grep -E "median|trace:|point ( 0| 1| 2| 3| 4| 5| 6| 7| 8|12|16|60|61|62|63)[: ]"
   done
 fi
 if [ "$mode" = dsmem ]; then
